@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds the native addon from source with node-gyp, offline: the Node headers come from
+# the system (/usr/include/node), nothing is downloaded.
+#   scripts/build.sh            release build  -> build/Release/anvia_sandbox.node
+#   scripts/build.sh --debug    debug build with -Wall -Wextra -Werror
+#   scripts/build.sh --asan     AddressSanitizer + UBSan build (debug)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=release
+for arg in "$@"; do
+  case "$arg" in
+    --debug) mode=debug ;;
+    --asan) mode=asan ;;
+    *) echo "build.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+
+find_node_gyp() {
+  if [ -n "${npm_config_node_gyp:-}" ] && [ -f "$npm_config_node_gyp" ]; then echo "$npm_config_node_gyp"; return; fi
+  local npm_dir
+  npm_dir="$(dirname "$(readlink -f "$(command -v npm)")")/.."
+  for candidate in "node_modules/node-gyp/bin/node-gyp.js" \
+                   "$npm_dir/node_modules/node-gyp/bin/node-gyp.js" \
+                   "/usr/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js" \
+                   "/usr/share/nodejs/node-gyp/bin/node-gyp.js"; do
+    if [ -f "$candidate" ]; then echo "$candidate"; return; fi
+  done
+  echo "build.sh: node-gyp not found (it ships with npm)" >&2
+  exit 1
+}
+
+nodedir="${ANVIA_NODEDIR:-}"
+if [ -z "$nodedir" ]; then
+  if [ -f /usr/include/node/node_api.h ]; then nodedir=/usr
+  else nodedir="$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")"; fi
+fi
+
+gyp="$(find_node_gyp)"
+args=(rebuild "--nodedir=$nodedir")
+export ANVIA_SANITIZE=0
+case "$mode" in
+  debug) args+=(--debug) ;;
+  asan) args+=(--debug); export ANVIA_SANITIZE=1 ;;
+esac
+# Incremental when the mode and the list of sources are unchanged: make recompiles only
+# what changed. A new or removed source file needs gyp to run again (rebuild).
+stamp="$mode $(ls -1 src/*.c | sha256sum | cut -c1-16)"
+if [ -f build/config.gypi ] && [ -f build/.anvia-stamp ] && [ "$(cat build/.anvia-stamp)" = "$stamp" ]; then
+  args[0]=build
+fi
+log="$(mktemp)"
+node "$gyp" "${args[@]}" >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; exit 1; }
+rm -f "$log"
+echo "$stamp" > build/.anvia-stamp

@@ -1,0 +1,35 @@
+/*
+ * buf.h - a growable byte buffer with an optional hard limit.
+ *
+ * Owns: nothing global. A buf_t owns its `data` allocation; buf_free releases it.
+ * Every append checks the limit before it allocates, so a length announced by the
+ * engine or the container can never make us allocate more than the caller allowed.
+ */
+#ifndef SBX_BUF_H
+#define SBX_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct buf {
+  uint8_t *data;
+  size_t len;
+  size_t cap;
+  size_t limit; /* 0 = no limit beyond SIZE_MAX */
+} buf_t;
+
+void buf_init(buf_t *b, size_t limit);
+void buf_free(buf_t *b);
+void buf_reset(buf_t *b);
+/* Returns 0, or -1 when the limit would be exceeded or memory is exhausted. */
+int buf_append(buf_t *b, const void *data, size_t len);
+int buf_append_str(buf_t *b, const char *s);
+int buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Makes sure data[len] is a NUL byte (not counted in len). */
+int buf_terminate(buf_t *b);
+/* Removes the first n bytes. */
+void buf_consume(buf_t *b, size_t n);
+/* Hands the allocation to the caller (NUL-terminated) and leaves b empty. */
+char *buf_steal(buf_t *b, size_t *len_out);
+
+#endif

@@ -1,0 +1,307 @@
+/*
+ * napi_util.c - N-API helpers (see napi_util.h).
+ */
+#include "napi_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_result.h"
+
+napi_value nu_throw_status(napi_env env, const char *what) {
+  const napi_extended_error_info *info = NULL;
+  napi_get_last_error_info(env, &info);
+  bool pending = false;
+  napi_is_exception_pending(env, &pending);
+  if (!pending) {
+    char msg[512];
+    snprintf(msg, sizeof(msg), "Native call failed: %s (%s)", what,
+             info && info->error_message ? info->error_message : "unknown");
+    napi_throw_error(env, NULL, msg);
+  }
+  return NULL;
+}
+
+napi_value nu_undefined(napi_env env) {
+  napi_value v;
+  napi_get_undefined(env, &v);
+  return v;
+}
+
+napi_value nu_null(napi_env env) {
+  napi_value v;
+  napi_get_null(env, &v);
+  return v;
+}
+
+napi_value nu_bool(napi_env env, int b) {
+  napi_value v;
+  napi_get_boolean(env, b != 0, &v);
+  return v;
+}
+
+napi_value nu_number(napi_env env, double d) {
+  napi_value v;
+  napi_create_double(env, d, &v);
+  return v;
+}
+
+napi_value nu_string(napi_env env, const char *s) {
+  napi_value v;
+  napi_create_string_utf8(env, s ? s : "", NAPI_AUTO_LENGTH, &v);
+  return v;
+}
+
+napi_value nu_string_n(napi_env env, const char *s, size_t n) {
+  napi_value v;
+  napi_create_string_utf8(env, s ? s : "", s ? n : 0, &v);
+  return v;
+}
+
+void nu_finalize_free(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  free(data);
+}
+
+napi_value nu_uint8array(napi_env env, const uint8_t *data, size_t len) {
+  void *dst = NULL;
+  napi_value ab, arr;
+  if (napi_create_arraybuffer(env, len, &dst, &ab) != napi_ok) return NULL;
+  if (len > 0) memcpy(dst, data, len);
+  if (napi_create_typedarray(env, napi_uint8_array, len, ab, 0, &arr) != napi_ok) return NULL;
+  return arr;
+}
+
+napi_value nu_uint8array_take(napi_env env, uint8_t *data, size_t len) {
+  if (data == NULL || len == 0) {
+    free(data);
+    return nu_uint8array(env, NULL, 0);
+  }
+  napi_value ab, arr;
+  if (napi_create_external_arraybuffer(env, data, len, nu_finalize_free, NULL, &ab) != napi_ok) {
+    /* Some runtimes refuse external buffers: fall back to a copy. */
+    napi_value copy = nu_uint8array(env, data, len);
+    free(data);
+    return copy;
+  }
+  if (napi_create_typedarray(env, napi_uint8_array, len, ab, 0, &arr) != napi_ok) return NULL;
+  return arr;
+}
+
+napi_valuetype nu_typeof(napi_env env, napi_value v) {
+  napi_valuetype t = napi_undefined;
+  if (v != NULL) napi_typeof(env, v, &t);
+  return t;
+}
+
+int nu_is_undefined(napi_env env, napi_value v) { return v == NULL || nu_typeof(env, v) == napi_undefined; }
+
+int nu_is_array(napi_env env, napi_value v) {
+  bool is = false;
+  if (v != NULL) napi_is_array(env, v, &is);
+  return is;
+}
+
+int nu_is_record(napi_env env, napi_value v) {
+  napi_valuetype t = nu_typeof(env, v);
+  if (t != napi_object) return 0;
+  return !nu_is_array(env, v);
+}
+
+napi_value nu_get(napi_env env, napi_value obj, const char *name) {
+  napi_valuetype t = nu_typeof(env, obj);
+  if (t != napi_object && t != napi_function) return nu_undefined(env);
+  napi_value v;
+  if (napi_get_named_property(env, obj, name, &v) != napi_ok) return nu_undefined(env);
+  return v;
+}
+
+int nu_has(napi_env env, napi_value obj, const char *name) {
+  napi_valuetype t = nu_typeof(env, obj);
+  if (t != napi_object && t != napi_function) return 0;
+  bool has = false;
+  napi_has_named_property(env, obj, name, &has);
+  return has;
+}
+
+char *nu_strdup(napi_env env, napi_value v) {
+  if (nu_typeof(env, v) != napi_string) return NULL;
+  size_t len = 0;
+  if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) return NULL;
+  char *s = malloc(len + 1);
+  if (s == NULL) return NULL;
+  napi_get_value_string_utf8(env, v, s, len + 1, &len);
+  return s;
+}
+
+int nu_is_nonempty_string(napi_env env, napi_value v) {
+  if (nu_typeof(env, v) != napi_string) return 0;
+  size_t len = 0;
+  napi_get_value_string_utf16(env, v, NULL, 0, &len);
+  return len > 0;
+}
+
+int nu_number_value(napi_env env, napi_value v, double *out) {
+  if (nu_typeof(env, v) != napi_number) return 0;
+  double d = 0;
+  napi_get_value_double(env, v, &d);
+  if (out) *out = d;
+  return 1;
+}
+
+int nu_integer(napi_env env, napi_value v, double *out) {
+  double d;
+  if (!nu_number_value(env, v, &d)) return 0;
+  if (!isfinite(d) || floor(d) != d) return 0;
+  if (out) *out = d;
+  return 1;
+}
+
+int nu_safe_integer(napi_env env, napi_value v, int64_t *out) {
+  double d;
+  if (!nu_integer(env, v, &d)) return 0;
+  if (fabs(d) > 9007199254740991.0) return 0;
+  if (out) *out = (int64_t)d;
+  return 1;
+}
+
+int nu_uint8array_view(napi_env env, napi_value v, uint8_t **data, size_t *len) {
+  bool is = false;
+  if (nu_typeof(env, v) != napi_object) return 0;
+  napi_is_typedarray(env, v, &is);
+  if (!is) return 0;
+  napi_typedarray_type type;
+  size_t length = 0, offset = 0;
+  void *ptr = NULL;
+  napi_value ab;
+  if (napi_get_typedarray_info(env, v, &type, &length, &ptr, &ab, &offset) != napi_ok) return 0;
+  if (type != napi_uint8_array) return 0;
+  if (data) *data = ptr;
+  if (len) *len = length;
+  return 1;
+}
+
+int nu_keys(napi_env env, napi_value obj, nu_keys_t *keys) {
+  keys->count = 0;
+  keys->array = NULL;
+  if (napi_get_all_property_names(env, obj, napi_key_own_only,
+                                  (napi_key_filter)(napi_key_enumerable | napi_key_skip_symbols),
+                                  napi_key_numbers_to_strings, &keys->array) != napi_ok)
+    return -1;
+  napi_get_array_length(env, keys->array, &keys->count);
+  return 0;
+}
+
+napi_value nu_key_at(napi_env env, nu_keys_t *keys, uint32_t i) {
+  napi_value v;
+  if (napi_get_element(env, keys->array, i, &v) != napi_ok) return nu_undefined(env);
+  return v;
+}
+
+char *nu_to_display(napi_env env, napi_value v) {
+  napi_value s;
+  if (napi_coerce_to_string(env, v, &s) != napi_ok) {
+    bool pending = false;
+    napi_is_exception_pending(env, &pending);
+    if (pending) {
+      napi_value ex;
+      napi_get_and_clear_last_exception(env, &ex);
+    }
+    return strdup("[value]");
+  }
+  char *out = nu_strdup(env, s);
+  return out ? out : strdup("");
+}
+
+napi_value nu_from_json(napi_env env, json_t *j) {
+  napi_value v = NULL;
+  switch (json_typeof(j)) {
+    case JSON_OBJECT: {
+      napi_create_object(env, &v);
+      const char *key;
+      json_t *value;
+      json_object_foreach(j, key, value) { napi_set_named_property(env, v, key, nu_from_json(env, value)); }
+      return v;
+    }
+    case JSON_ARRAY: {
+      napi_create_array_with_length(env, json_array_size(j), &v);
+      for (size_t i = 0; i < json_array_size(j); i++)
+        napi_set_element(env, v, (uint32_t)i, nu_from_json(env, json_array_get(j, i)));
+      return v;
+    }
+    case JSON_STRING:
+      return nu_string_n(env, json_string_value(j), json_string_length(j));
+    case JSON_INTEGER:
+      return nu_number(env, (double)json_integer_value(j));
+    case JSON_REAL:
+      return nu_number(env, json_real_value(j));
+    case JSON_TRUE:
+      return nu_bool(env, 1);
+    case JSON_FALSE:
+      return nu_bool(env, 0);
+    default:
+      return nu_null(env);
+  }
+}
+
+napi_value nu_error_value(addon_t *a, err_t *err) {
+  napi_env env = a->env;
+  napi_value msg = nu_string(env, err->message ? err->message : "Unknown error.");
+  napi_value result = NULL;
+  if (err->kind == ERRK_TYPE) {
+    napi_create_type_error(env, NULL, msg, &result);
+    return result;
+  }
+  if (err->kind == ERRK_RANGE) {
+    napi_create_range_error(env, NULL, msg, &result);
+    return result;
+  }
+  napi_value ctor = NULL;
+  if (a->error_ctor) napi_get_reference_value(env, a->error_ctor, &ctor);
+  napi_value details = nu_undefined(env);
+  if (err->exec_details) details = exec_result_to_js(env, err->exec_details);
+  else if (err->details) details = nu_from_json(env, err->details);
+  napi_value options = nu_undefined(env);
+  if (err->cause) {
+    napi_value cause_msg = nu_string(env, err->cause), cause;
+    napi_create_error(env, NULL, cause_msg, &cause);
+    napi_create_object(env, &options);
+    napi_set_named_property(env, options, "cause", cause);
+  }
+  if (ctor == NULL) {
+    napi_create_error(env, NULL, msg, &result);
+    return result;
+  }
+  napi_value argv[4] = {msg, nu_string(env, err->code ? err->code : CODE_DOCKER_COMMAND_FAILED), details,
+                        options};
+  if (napi_new_instance(env, ctor, 4, argv, &result) != napi_ok) {
+    napi_create_error(env, NULL, msg, &result);
+  }
+  return result;
+}
+
+napi_value nu_throw_err(addon_t *a, err_t *err) {
+  napi_throw(a->env, nu_error_value(a, err));
+  err_clear(err);
+  return NULL;
+}
+
+napi_value exec_result_to_js(napi_env env, exec_result_t *r) {
+  napi_value o;
+  napi_create_object(env, &o);
+  napi_set_named_property(env, o, "stdout", nu_uint8array(env, r->out.bytes.data, r->out.bytes.len));
+  napi_set_named_property(env, o, "stderr", nu_uint8array(env, r->err.bytes.data, r->err.bytes.len));
+  napi_set_named_property(env, o, "durationMs", nu_number(env, r->duration_ms));
+  napi_set_named_property(env, o, "stdoutTruncated", nu_bool(env, r->out.truncated));
+  napi_set_named_property(env, o, "stderrTruncated", nu_bool(env, r->err.truncated));
+  if (r->timed_out) {
+    napi_set_named_property(env, o, "status", nu_string(env, "timed_out"));
+  } else {
+    napi_set_named_property(env, o, "status", nu_string(env, "exited"));
+    napi_set_named_property(env, o, "exitCode", nu_number(env, r->exit_code));
+  }
+  return o;
+}
