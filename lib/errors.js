@@ -1,0 +1,16 @@
+// The one error class of the package. Native code builds its errors with this class
+// (lib/native.js hands it over at load), so `instanceof DockerSandboxError`, `code`,
+// `details` and `cause` behave the same whichever side raised the error.
+export class DockerSandboxError extends Error {
+  constructor(message, code, details, options) {
+    super(message, options);
+    this.name = "DockerSandboxError";
+    this.code = code;
+    this.details = details;
+  }
+}
+
+// TextDecoder("utf-8", { fatal: true }): invalid bytes throw the platform's TypeError.
+export function decodeUtf8(bytes) {
+  return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+}
