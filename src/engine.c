@@ -29,7 +29,7 @@ struct engine {
   http_req_t *ping;
 };
 
-static void engine_start_ping(engine_t *e);
+static int engine_start_ping(engine_t *e, err_t *err);
 
 engine_t *engine_new(curl_loop_t *curl, uv_loop_t *uv, const char *explicit_host) {
   engine_t *e = calloc(1, sizeof(*e));
@@ -84,10 +84,10 @@ static int ensure_endpoint(engine_t *e, err_t *err) {
 int engine_when_ready(engine_t *e, engine_waiter_t *w, err_t *err) {
   if (ensure_endpoint(e, err) != 0) return -1;
   if (e->state == ENG_READY) return 1;
+  if (e->state == ENG_UNKNOWN && engine_start_ping(e, err) != 0) return -1;
   w->next = e->waiters;
   e->waiters = w;
   w->queued = 1;
-  if (e->state == ENG_UNKNOWN) engine_start_ping(e);
   return 0;
 }
 
@@ -168,21 +168,18 @@ static void on_ping_done(http_req_t *req, void *ud) {
   engine_unref(e);
 }
 
-static void engine_start_ping(engine_t *e) {
+static int engine_start_ping(engine_t *e, err_t *err) {
   http_req_t *req = http_req_new(e, "GET", "/_ping");
-  if (req == NULL) {
-    err_t err;
-    err_init(&err);
-    err_oom(&err);
-    wake_waiters(e, &err);
-    err_clear(&err);
-    return;
-  }
+  if (req == NULL) return err_oom(err);
   req->versioned = 0;
   http_req_set_limit(req, 4096);
+  if (http_req_start(req, on_ping_done, e, err) != 0) {
+    http_req_free(req);
+    return -1;
+  }
   e->state = ENG_PINGING;
   e->ping = req;
-  http_req_start(req, on_ping_done, e);
+  return 0;
 }
 
 /* ---- requests ---- */
@@ -333,7 +330,8 @@ static void fail_before_start(http_req_t *r, const err_t *err) {
   if (r->on_done) r->on_done(r, r->ud);
 }
 
-static void launch(http_req_t *r) {
+/* Returns 0 when the transfer is running, -1 (nothing called) when it could not start. */
+static int launch(http_req_t *r) {
   engine_t *e = r->eng;
   const endpoint_t *ep = &e->ep;
   buf_t url;
@@ -351,8 +349,7 @@ static void launch(http_req_t *r) {
   if (rc == 0) rc = buf_terminate(&url);
   if (rc != 0) {
     buf_free(&url);
-    fail_before_start(r, NULL);
-    return;
+    return -1;
   }
   CURL *c = r->job.easy;
   curl_easy_setopt(c, CURLOPT_URL, (char *)url.data);
@@ -391,7 +388,11 @@ static void launch(http_req_t *r) {
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, r->headers);
   r->job.done = on_job_done;
   r->state = HTTP_RUNNING;
-  if (curl_loop_add(e->curl, &r->job) != 0) fail_before_start(r, NULL);
+  if (curl_loop_add(e->curl, &r->job) != 0) {
+    r->state = HTTP_NEW;
+    return -1;
+  }
+  return 0;
 }
 
 static void on_engine_ready(engine_waiter_t *w, const err_t *err) {
@@ -400,25 +401,26 @@ static void on_engine_ready(engine_waiter_t *w, const err_t *err) {
     fail_before_start(r, err);
     return;
   }
-  launch(r);
+  if (launch(r) != 0) fail_before_start(r, NULL);
 }
 
-void http_req_start(http_req_t *r, http_done_fn done, void *ud) {
+int http_req_start(http_req_t *r, http_done_fn done, void *ud, err_t *err) {
   r->on_done = done;
   r->ud = ud;
   if (!r->versioned) {
     /* The ping itself: the endpoint is already resolved. */
-    launch(r);
-    return;
+    if (launch(r) != 0) return err_oom(err);
+    return 0;
   }
   r->waiter.fn = on_engine_ready;
   r->state = HTTP_WAITING;
-  err_t err;
-  err_init(&err);
-  int rc = engine_when_ready(r->eng, &r->waiter, &err);
-  if (rc == 1) launch(r);
-  else if (rc < 0) fail_before_start(r, &err);
-  err_clear(&err);
+  int rc = engine_when_ready(r->eng, &r->waiter, err);
+  if (rc < 0) {
+    r->state = HTTP_NEW;
+    return -1;
+  }
+  if (rc == 1 && launch(r) != 0) return err_oom(err);
+  return 0;
 }
 
 void http_req_cancel(http_req_t *r) {

@@ -98,7 +98,12 @@ int http_req_take_body(http_req_t *r, buf_t *body, const char *content_type);
 int http_req_add_header(http_req_t *r, const char *header);
 /* Most bytes of response body kept (default 8 MiB); more fails the request. */
 void http_req_set_limit(http_req_t *r, size_t max_bytes);
-void http_req_start(http_req_t *r, http_done_fn done, void *ud);
+/*
+ * Starts the request. Returns 0 when it is on its way (`done` will be called later, never
+ * from inside this call), or -1 with err set when it could not start (`done` is not
+ * called; the request can be freed).
+ */
+int http_req_start(http_req_t *r, http_done_fn done, void *ud, err_t *err);
 /* Stops the transfer; the done callback is not called. */
 void http_req_cancel(http_req_t *r);
 void http_req_free(http_req_t *r);

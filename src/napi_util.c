@@ -216,6 +216,17 @@ char *nu_to_display(napi_env env, napi_value v) {
   return out ? out : strdup("");
 }
 
+napi_value nu_aggregate_error(napi_env env, napi_value *errors, size_t count, const char *message) {
+  napi_value global, ctor, arr, result = NULL;
+  napi_get_global(env, &global);
+  ctor = nu_get(env, global, "AggregateError");
+  napi_create_array_with_length(env, count, &arr);
+  for (size_t i = 0; i < count; i++) napi_set_element(env, arr, (uint32_t)i, errors[i]);
+  napi_value argv[2] = {arr, nu_string(env, message)};
+  if (napi_new_instance(env, ctor, 2, argv, &result) != napi_ok) return NULL;
+  return result;
+}
+
 napi_value nu_from_json(napi_env env, json_t *j) {
   napi_value v = NULL;
   switch (json_typeof(j)) {
@@ -251,12 +262,14 @@ napi_value nu_error_value(addon_t *a, err_t *err) {
   napi_env env = a->env;
   napi_value msg = nu_string(env, err->message ? err->message : "Unknown error.");
   napi_value result = NULL;
+  /* A TypeError or RangeError with a code (e.g. ERR_ENCODING_INVALID_ENCODED_DATA) carries it as `code`. */
+  napi_value plain_code = err->code ? nu_string(env, err->code) : NULL;
   if (err->kind == ERRK_TYPE) {
-    napi_create_type_error(env, NULL, msg, &result);
+    napi_create_type_error(env, plain_code, msg, &result);
     return result;
   }
   if (err->kind == ERRK_RANGE) {
-    napi_create_range_error(env, NULL, msg, &result);
+    napi_create_range_error(env, plain_code, msg, &result);
     return result;
   }
   napi_value ctor = NULL;

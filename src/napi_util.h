@@ -69,6 +69,8 @@ char *nu_to_display(napi_env env, napi_value v);
 napi_value nu_throw_err(addon_t *a, err_t *err);
 /* Builds the JS error value for err. */
 napi_value nu_error_value(addon_t *a, err_t *err);
+/* new AggregateError(errors, message) */
+napi_value nu_aggregate_error(napi_env env, napi_value *errors, size_t count, const char *message);
 /* jansson value -> JS value. */
 napi_value nu_from_json(napi_env env, json_t *j);
 

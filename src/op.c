@@ -138,15 +138,34 @@ void op_reject_cancelled(op_t *op) {
   if (op->settled || op->teardown || op->addon->closing) return;
   js_scope_t s;
   if (js_enter(op->addon, &s) != 0) return;
-  napi_env env = op->addon->env;
-  napi_value holder = NULL, reason = NULL;
-  if (op->cancel_reason) napi_get_reference_value(env, op->cancel_reason, &holder);
-  if (holder != NULL) reason = nu_get(env, holder, "reason");
-  if (reason == NULL) reason = nu_undefined(env);
-  settle(op, reason, 0);
+  settle(op, op_cancel_reason(op), 0);
   int free_now = op->released;
   js_leave(op->addon, &s);
   if (free_now) op_free(op);
+}
+
+void op_reject_build(op_t *op, napi_value (*build)(op_t *op)) {
+  if (op->settled || op->teardown || op->addon->closing) return;
+  js_scope_t s;
+  if (js_enter(op->addon, &s) != 0) return;
+  napi_value v = build(op);
+  if (v == NULL) {
+    napi_value ex = NULL;
+    napi_get_and_clear_last_exception(op->addon->env, &ex);
+    v = ex ? ex : nu_undefined(op->addon->env);
+  }
+  settle(op, v, 0);
+  int free_now = op->released;
+  js_leave(op->addon, &s);
+  if (free_now) op_free(op);
+}
+
+/* The reason native.cancel() was given, or undefined. Scope must be open. */
+napi_value op_cancel_reason(op_t *op) {
+  napi_env env = op->addon->env;
+  napi_value holder = NULL;
+  if (op->cancel_reason) napi_get_reference_value(env, op->cancel_reason, &holder);
+  return holder ? nu_get(env, holder, "reason") : nu_undefined(env);
 }
 
 void op_emit(op_t *op, size_t argc, napi_value *argv) {

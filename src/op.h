@@ -65,6 +65,10 @@ op_t *op_from_token(napi_env env, napi_value token);
 void op_resolve(op_t *op);
 void op_reject(op_t *op, err_t *err);
 void op_reject_cancelled(op_t *op);
+/* Rejects with a value built by `build` inside an open scope (e.g. an AggregateError). */
+void op_reject_build(op_t *op, napi_value (*build)(op_t *op));
+/* The abort reason given to native.cancel(); a JavaScript scope must be open. */
+napi_value op_cancel_reason(op_t *op);
 /* Calls the op's event callback with argv (scope must be open: use op_emit_begin). */
 void op_emit(op_t *op, size_t argc, napi_value *argv);
 /* The op has nothing pending: frees it once settled (or at once when tearing down). */

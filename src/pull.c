@@ -143,7 +143,12 @@ static void pull_start(op_t *o) {
   if (op->req == NULL) goto oom;
   http_req_set_limit(op->req, 64 * 1024);
   op->req->on_data = on_pull_data;
-  http_req_start(op->req, on_pull_done, op);
+  if (http_req_start(op->req, on_pull_done, op, &err) != 0) {
+    http_req_free(op->req);
+    op->req = NULL;
+    op_reject(o, &err);
+    op_release(o);
+  }
   return;
 oom:
   err_oom(&err);

@@ -1,0 +1,119 @@
+// The sandbox handle: the original's state machine (running, stopping, stopped,
+// destroying, destroyed, error), its handling of concurrent stop/destroy calls, and the
+// read-only inspector. Every Docker action is one native operation.
+import { native, runNative } from "./native.js";
+import { SandboxRuntime } from "./runtime.js";
+import { invalidState, isRecord } from "./util.js";
+
+export class DockerSandboxHandle {
+  id;
+  runtime;
+  #state = "running";
+  #sandbox;
+  #workdir;
+  #runtimeImpl;
+  #stopPromise;
+  #destroyPromise;
+
+  constructor(info) {
+    this.#sandbox = info.sandbox;
+    this.#workdir = info.workdir;
+    this.id = info.id;
+    this.#runtimeImpl = new SandboxRuntime(info, () => this.#state);
+    this.runtime = Object.freeze(this.#runtimeImpl.publicRuntime());
+  }
+
+  get state() {
+    return this.#state;
+  }
+
+  inspector(options) {
+    if (!isRecord(options)) throw new TypeError("options must be an object.");
+    if (options.files !== true && options.ports !== true && options.processes !== true) {
+      throw new TypeError("Sandbox inspector must enable at least one capability.");
+    }
+    let inspector = { id: this.id, provider: "docker", workdir: this.#workdir };
+    if (options.files === true) {
+      inspector = {
+        ...inspector,
+        listFiles: this.runtime.listFiles.bind(this.runtime),
+        readFile: this.runtime.readFile.bind(this.runtime),
+      };
+    }
+    if (options.ports === true) inspector = { ...inspector, publishedPorts: this.runtime.publishedPorts };
+    if (options.processes === true) {
+      inspector = {
+        ...inspector,
+        listProcesses: this.runtime.listProcesses.bind(this.runtime),
+        readProcessLogs: this.runtime.readProcessLogs.bind(this.runtime),
+      };
+    }
+    return Object.freeze(inspector);
+  }
+
+  async stop(options = {}) {
+    if (!isRecord(options)) throw new TypeError("options must be an object.");
+    if (this.#state === "stopped") return;
+    if (this.#state === "destroyed" || this.#state === "destroying") throw invalidState(this.id, this.#state);
+    if (this.#stopPromise !== undefined) return this.#stopPromise;
+    this.#stopPromise = this.#performStop(options.abortSignal);
+    try {
+      await this.#stopPromise;
+    } finally {
+      this.#stopPromise = undefined;
+    }
+  }
+
+  async #performStop(abortSignal) {
+    abortSignal?.throwIfAborted();
+    this.#state = "stopping";
+    try {
+      await this.#runtimeImpl.closeActiveOperations("Sandbox is stopping.");
+      await this.#runtimeImpl.disposeProcesses(abortSignal);
+      await runNative(native.prepareStopContainer(this.#sandbox), abortSignal);
+      this.#state = "stopped";
+    } catch (error) {
+      this.#state = "error";
+      throw error;
+    }
+  }
+
+  async destroy() {
+    if (this.#state === "destroyed") return;
+    if (this.#destroyPromise !== undefined) return this.#destroyPromise;
+    this.#destroyPromise = this.#performDestroy();
+    try {
+      await this.#destroyPromise;
+    } finally {
+      this.#destroyPromise = undefined;
+    }
+  }
+
+  async #performDestroy() {
+    if (this.#stopPromise !== undefined) await this.#stopPromise.catch(() => undefined);
+    this.#state = "destroying";
+    const failures = [];
+    const attempt = async (step) => {
+      try {
+        await step();
+      } catch (error) {
+        failures.push(error);
+      }
+    };
+    await attempt(() => this.#runtimeImpl.closeActiveOperations("Sandbox is being destroyed."));
+    await attempt(() => this.#runtimeImpl.disposeProcesses());
+    await attempt(() => runNative(native.prepareRemoveContainer(this.#sandbox)));
+    if (native.sandboxOwnsVolume(this.#sandbox)) {
+      await attempt(() => runNative(native.prepareRemoveVolume(this.#sandbox)));
+    }
+    if (failures.length > 0) {
+      this.#state = "error";
+      throw new AggregateError(failures, `Unable to destroy sandbox: ${this.id}`);
+    }
+    this.#state = "destroyed";
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.destroy();
+  }
+}
