@@ -1,0 +1,342 @@
+// Type-level test: agent code written against the public types, checked by `tsc --noEmit` (see
+// test/unit/types.test.js). Nothing here runs. `// @ts-expect-error` lines prove misuse fails.
+import {
+  DockerSandboxClient,
+  DockerSandboxError,
+  createDockerSandboxTools,
+  type CreateDockerSandboxOptions,
+  type CreateDockerSandboxToolsOptions,
+  type DockerSandbox,
+  type DockerSandboxErrorCode,
+  type DockerSandboxExecResult,
+  type DockerSandboxExecStreamEvent,
+  type DockerSandboxFileEntry,
+  type DockerSandboxInspector,
+  type DockerSandboxProcessInfo,
+  type DockerSandboxPublishedPort,
+  type DockerSandboxRuntime,
+  type DockerSandboxState,
+  type DockerSandboxTextFilePage,
+  type DockerSandboxTool,
+  type DockerSandboxToolDefinition,
+  type DockerSandboxToolName
+} from "@anvia/sandbox";
+
+const decoder = new TextDecoder();
+
+// A stand-in for an LLM: it picks tool calls; the loop below executes them.
+type ModelToolCall = { readonly name: string; readonly arguments: unknown };
+interface FakeModel {
+  next(tools: readonly DockerSandboxToolDefinition[], history: readonly unknown[]): ModelToolCall[];
+}
+
+async function runAgent(
+  model: FakeModel,
+  tools: readonly DockerSandboxTool[],
+  abortSignal: AbortSignal
+): Promise<unknown[]> {
+  const definitions = tools.map((tool) => tool.definition(""));
+  const schemaType: unknown = definitions[0]?.parameters["type"];
+  void schemaType;
+  const byName = new Map<string, DockerSandboxTool>(tools.map((tool) => [tool.name, tool]));
+  const history: unknown[] = [];
+  for (let turn = 0; turn < 8; turn += 1) {
+    const calls = model.next(definitions, history);
+    if (calls.length === 0) break;
+    for (const call of calls) {
+      const tool = byName.get(call.name);
+      if (tool === undefined) {
+        history.push({ error: `unknown tool ${call.name}` });
+        continue;
+      }
+      try {
+        history.push(await tool.call(call.arguments, { abortSignal }));
+      } catch (error) {
+        if (error instanceof DockerSandboxError && error.code === "tool_policy") {
+          history.push({ rejected: error.message });
+        } else if (error instanceof TypeError) {
+          history.push({ invalid: error.message });
+        } else {
+          throw error;
+        }
+      }
+    }
+  }
+  return history;
+}
+
+async function main(): Promise<void> {
+  const client = new DockerSandboxClient({ host: "unix:///var/run/docker.sock" });
+  const defaultClient = new DockerSandboxClient();
+  void defaultClient;
+  await client.pullImage({ image: "localhost:5000/anvia-test:latest" });
+
+  const controller = new AbortController();
+  const options: CreateDockerSandboxOptions = {
+    image: "anvia-test:bookworm",
+    id: "agent-run-1",
+    workdir: "/workspace",
+    workspace: { type: "ephemeral" },
+    network: { mode: "bridge", ports: [3000, 8080] },
+    env: { NODE_ENV: "production" },
+    user: "1000:1000",
+    labels: { "com.example.owner": "tests" },
+    resources: { memoryMb: 512, cpus: 1.5, pidsLimit: 256, sharedMemoryMb: 64 },
+    runtime: { commandTimeoutMs: 60_000, maxOutputBytes: 1 << 20, maxFileBytes: 8 << 20, maxProcesses: 2 },
+    security: {
+      readonlyRootfs: false,
+      noNewPrivileges: true,
+      seccompProfile: { type: "path", path: "/etc/docker/seccomp.json" },
+      dropCapabilities: ["ALL"],
+      addCapabilities: ["NET_BIND_SERVICE"]
+    },
+    directories: ["src", "logs"],
+    files: { "README.md": "# hello\n", "data.bin": new Uint8Array([0, 1, 2]) },
+    abortSignal: controller.signal
+  };
+
+  await using sandbox = await client.createSandbox(options);
+  const state: DockerSandboxState = sandbox.state;
+  const id: string = sandbox.id;
+  void state;
+  void id;
+  const runtime: DockerSandboxRuntime = sandbox.runtime;
+
+  // Buffered exec: narrow on status before touching exitCode.
+  const result: DockerSandboxExecResult = await runtime.exec({
+    command: "node",
+    args: ["--version"],
+    cwd: "src",
+    env: { FOO: "bar" },
+    timeoutMs: 5_000,
+    input: "stdin text",
+    abortSignal: controller.signal
+  });
+  // @ts-expect-error exitCode only exists once status is narrowed to "exited"
+  void result.exitCode;
+  if (result.status === "exited") {
+    const code: number = result.exitCode;
+    void code;
+  } else {
+    const timedOut: "timed_out" = result.status;
+    void timedOut;
+  }
+  const stdoutText: string = decoder.decode(result.stdout);
+  const truncated: boolean = result.stdoutTruncated || result.stderrTruncated;
+  const duration: number = result.durationMs;
+  void stdoutText;
+  void truncated;
+  void duration;
+
+  // Streaming exec.
+  for await (const event of runtime.execStream({ command: "npm", args: ["test"], input: new Uint8Array() })) {
+    const typed: DockerSandboxExecStreamEvent = event;
+    void typed;
+    if (event.type === "result") {
+      // @ts-expect-error a result event carries no data
+      void event.data;
+      if (event.result.status === "exited" && event.result.exitCode !== 0) {
+        throw new Error("tests failed");
+      }
+    } else {
+      const chunk: Uint8Array = event.data;
+      const stream: "stdout" | "stderr" = event.type;
+      void chunk;
+      void stream;
+    }
+  }
+
+  // Files.
+  await runtime.writeTextFile({ path: "src/index.js", text: "console.log(1)\n" });
+  await runtime.writeFile({ path: "src/blob.bin", data: new Uint8Array(16), abortSignal: controller.signal });
+  const bytes: Uint8Array = await runtime.readFile({ path: "src/blob.bin" });
+  const text: string = await runtime.readTextFile({ path: "src/index.js" });
+  const page: DockerSandboxTextFilePage = await runtime.readTextFilePage({
+    path: "src/index.js",
+    startLine: 1,
+    lineCount: 100,
+    maxBytes: 4096
+  });
+  if (page.nextStartLine !== null) {
+    await runtime.readTextFilePage({ path: "src/index.js", startLine: page.nextStartLine });
+  }
+  const by: "lines" | "bytes" | null = page.truncatedBy;
+  void bytes;
+  void text;
+  void by;
+  const rootEntries: readonly DockerSandboxFileEntry[] = await runtime.listFiles();
+  const srcEntries = await runtime.listFiles({ path: "src" });
+  for (const entry of [...rootEntries, ...srcEntries]) {
+    if (entry.type === "file" && entry.size !== undefined) {
+      const size: number = entry.size;
+      void size;
+    }
+  }
+  // @ts-expect-error writeTextFile takes `text`, not `content`
+  await runtime.writeTextFile({ path: "a.txt", content: "x" });
+  // @ts-expect-error writeFile takes bytes, not a string
+  await runtime.writeFile({ path: "a.txt", data: "x" });
+  // @ts-expect-error options objects are read-only
+  options.image = "other";
+
+  // Processes and ports.
+  const server: DockerSandboxProcessInfo = await runtime.startProcess({
+    command: "node",
+    args: ["server.js"],
+    cwd: "src",
+    env: { PORT: "3000" }
+  });
+  const port: DockerSandboxPublishedPort = await runtime.waitForPort({
+    containerPort: 3000,
+    timeoutMs: 10_000,
+    intervalMs: 50
+  });
+  const url = `http://${port.host}:${port.hostPort}/`;
+  void url;
+  const listed: readonly DockerSandboxProcessInfo[] = await runtime.listProcesses();
+  void listed;
+  const logs = await runtime.readProcessLogs({ processId: server.id, tailBytes: 4096 });
+  const logText = decoder.decode(logs.stdout) + decoder.decode(logs.stderr);
+  void logText;
+  const stopped = await runtime.stopProcess({ processId: server.id, gracePeriodMs: 1_000 });
+  if (stopped.status !== "running" && stopped.exitCode !== undefined) {
+    const code: number = stopped.exitCode;
+    void code;
+  }
+  const ports: readonly DockerSandboxPublishedPort[] = runtime.publishedPorts;
+  void ports;
+  // @ts-expect-error publishedPorts is read-only
+  runtime.publishedPorts.push(port);
+
+  // Inspector: members are optional, present when their capability was enabled.
+  const inspector: DockerSandboxInspector = sandbox.inspector({ files: true, processes: true });
+  if (inspector.listFiles !== undefined) await inspector.listFiles({ path: "." });
+  if (inspector.readProcessLogs !== undefined) await inspector.readProcessLogs({ processId: server.id });
+  // @ts-expect-error readFile may be absent
+  await inspector.readFile({ path: "README.md" });
+
+  // Tools, handed to the agent loop.
+  const toolOptions: CreateDockerSandboxToolsOptions = {
+    sandbox: runtime,
+    tools: ["exec_command", "read_file", "write_file", "list_files", "start_process", "wait_for_port"],
+    exec: { commands: { mode: "allow", values: ["node", "npm"] }, defaultTimeoutMs: 10_000, maxTimeoutMs: 60_000 },
+    readFile: { maxBytes: 32_768, defaultLineCount: 200, maxLineCount: 1_000 },
+    writeFile: { maxBytes: 65_536 },
+    process: { maxLogBytes: 16_384, defaultWaitTimeoutMs: 5_000, maxWaitTimeoutMs: 60_000, stopGracePeriodMs: 2_000 }
+  };
+  const tools = createDockerSandboxTools(toolOptions);
+  const names: DockerSandboxToolName[] = tools.map((tool) => tool.name);
+  void names;
+  const blockPolicy = createDockerSandboxTools({
+    sandbox: runtime,
+    tools: ["exec_command"],
+    exec: { commands: { mode: "block", values: ["rm"] } }
+  });
+  void blockPolicy;
+  // @ts-expect-error not a tool name
+  createDockerSandboxTools({ sandbox: runtime, tools: ["exec_cmd"] });
+  // @ts-expect-error at least one tool must be selected
+  createDockerSandboxTools({ sandbox: runtime, tools: [] });
+  // @ts-expect-error the policy mode is allow or block
+  createDockerSandboxTools({ sandbox: runtime, tools: ["exec_command"], exec: { commands: { mode: "deny", values: [] } } });
+  // @ts-expect-error the tool array is read-only
+  tools.push(tools[0]!);
+
+  const model: FakeModel = {
+    next: (_definitions, history) =>
+      history.length === 0
+        ? [
+            { name: "write_file", arguments: { path: "hello.js", content: "console.log('hi')\n" } },
+            { name: "exec_command", arguments: { command: "node", args: ["hello.js"] } },
+            { name: "read_file", arguments: { path: "hello.js" } }
+          ]
+        : []
+  };
+  await runAgent(model, tools, controller.signal);
+
+  // Errors.
+  try {
+    await runtime.exec({ command: "sleep", args: ["100"], timeoutMs: 10 });
+    await sandbox.stop({ abortSignal: AbortSignal.timeout(5_000) });
+  } catch (error) {
+    if (error instanceof DockerSandboxError && error.code === "timeout") {
+      const details: unknown = error.details;
+      void details;
+    } else if (error instanceof DockerSandboxError) {
+      const code: DockerSandboxErrorCode = error.code;
+      void code;
+      // @ts-expect-error not one of the error codes
+      if (error.code === "timed_out") return;
+    }
+  }
+  const made = new DockerSandboxError("custom", "process", { pid: 1 }, { cause: new Error("inner") });
+  // @ts-expect-error code is read-only
+  made.code = "port";
+  // @ts-expect-error codes are a closed set
+  new DockerSandboxError("custom", "boom");
+
+  // Resume a stopped sandbox by id and destroy it explicitly.
+  const resumed: DockerSandbox = await client.resumeSandbox({ id: "agent-run-1", abortSignal: controller.signal });
+  await resumed.stop();
+  await resumed.destroy();
+  await resumed[Symbol.asyncDispose]();
+  // @ts-expect-error resumeSandbox needs the id
+  await client.resumeSandbox({});
+}
+
+// A hand-written runtime (a test double) satisfies the interface and can feed the tools.
+const emptyResult: DockerSandboxExecResult = {
+  status: "exited",
+  exitCode: 0,
+  stdout: new Uint8Array(),
+  stderr: new Uint8Array(),
+  durationMs: 1,
+  stdoutTruncated: false,
+  stderrTruncated: false
+};
+const info: DockerSandboxProcessInfo = { id: "p1", command: "true", args: [], status: "exited", exitCode: 0, startedAt: new Date().toISOString() };
+const fakeRuntime: DockerSandboxRuntime = {
+  id: "fake",
+  provider: "docker",
+  workdir: "/workspace",
+  publishedPorts: [{ containerPort: 3000, host: "127.0.0.1", hostPort: 49152, protocol: "tcp" }],
+  exec: async () => emptyResult,
+  async *execStream() {
+    yield { type: "stdout", data: new Uint8Array([104, 105]) };
+    yield { type: "result", result: emptyResult };
+  },
+  readFile: async () => new Uint8Array(),
+  readTextFile: async () => "",
+  readTextFilePage: async () => ({ content: "", startLine: 1, endLine: null, nextStartLine: null, truncated: false, truncatedBy: null }),
+  writeFile: async () => undefined,
+  writeTextFile: async () => undefined,
+  listFiles: async () => [{ path: "a", type: "directory" }],
+  startProcess: async () => info,
+  listProcesses: async () => [info],
+  readProcessLogs: async () => ({ stdout: new Uint8Array(), stderr: new Uint8Array(), stdoutTruncated: false, stderrTruncated: false }),
+  stopProcess: async () => info,
+  waitForPort: async () => ({ containerPort: 3000, host: "127.0.0.1", hostPort: 49152, protocol: "tcp" })
+};
+const fakeTools = createDockerSandboxTools({ sandbox: fakeRuntime, tools: ["list_ports"] });
+void fakeTools;
+
+// The tools fit @anvia/core's `AnyTool` (replicated here, so this check needs no @anvia/core).
+type CoreJsonValue = string | number | boolean | null | CoreJsonObject | CoreJsonValue[];
+type CoreJsonObject = { [key: string]: CoreJsonValue | undefined };
+type CoreToolDefinition = { name: string; description: string; parameters: CoreJsonObject };
+type CoreToolCallContext = { emitStreamEvent?(event: unknown): void | Promise<void>; abortSignal?: AbortSignal };
+type CoreAnyTool = {
+  readonly name: string;
+  readonly approval?: unknown;
+  definition(prompt: string): CoreToolDefinition | Promise<CoreToolDefinition>;
+  call(args: unknown, context?: CoreToolCallContext): unknown;
+  parseApprovalArgs?(args: unknown): unknown;
+};
+const coreTools: readonly CoreAnyTool[] = fakeTools;
+void coreTools;
+
+// @ts-expect-error timed_out results have no exit code
+const badResult: DockerSandboxExecResult = { ...emptyResult, status: "timed_out", exitCode: 1 };
+void badResult;
+
+export { main };
