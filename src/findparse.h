@@ -41,5 +41,11 @@ const char *file_type_name(file_type_t t);
  */
 int list_parse(const uint8_t *data, size_t len, const char *workdir, list_entries_t *out, err_t *err);
 void list_entries_free(list_entries_t *e);
+/*
+ * Number(raw) of the JavaScript string whose UTF-8 bytes are raw[0..len), judged as the
+ * original judges a size: 1 with *out set when Number.isSafeInteger(n) && n >= 0, else 0.
+ * (Whitespace is trimmed, "" is 0; decimal, exponent, 0x/0o/0b forms; -0 counts, as 0.)
+ */
+int js_number_size(const char *raw, size_t len, uint64_t *out);
 
 #endif

@@ -10,6 +10,8 @@
 #ifndef SBX_PATHS_H
 #define SBX_PATHS_H
 
+#include <stddef.h>
+
 #include "err.h"
 
 /* path.posix.normalize */
@@ -22,6 +24,17 @@ char *posix_dirname(const char *path);
 char *posix_relative(const char *from, const char *to);
 /* path.posix.isAbsolute */
 int posix_is_absolute(const char *path);
+
+/*
+ * Length-aware forms of the above, for inputs that may hold NUL bytes (a JavaScript string
+ * may). The result is NUL-terminated too; its length is stored in *out_len when out_len is
+ * not NULL. NULL means out of memory. A relative input to posix_relative_n is resolved
+ * against "/" (Node would consult process.cwd()).
+ */
+char *posix_normalize_n(const char *path, size_t len, size_t *out_len);
+char *posix_join_n(const char *a, size_t a_len, const char *b, size_t b_len, size_t *out_len);
+char *posix_dirname_n(const char *path, size_t len, size_t *out_len);
+char *posix_relative_n(const char *from, size_t from_len, const char *to, size_t to_len, size_t *out_len);
 
 /*
  * normalizeSandboxPath(input, { allowRoot }): NULL with an invalid_path DockerSandboxError
