@@ -28,7 +28,9 @@ typedef struct frame_demux {
 } frame_demux_t;
 
 /* Called for every payload piece of a stdout (1) or stderr (2) frame; stdin (0) frames
- * are reported as stdout, as Docker's own stdcopy does. Return 0 to go on, -1 to stop. */
+ * are reported as stdout, as Docker's own stdcopy does. Zero-length frames produce no
+ * call. Return 0 to go on, nonzero (-1) to stop: the piece just passed counts as consumed,
+ * so feeding the rest of the data later resumes exactly where the stream was. */
 typedef int (*frame_cb)(void *ud, int stream, const uint8_t *data, size_t len);
 
 void frame_demux_init(frame_demux_t *d);
@@ -40,7 +42,8 @@ void frame_demux_init(frame_demux_t *d);
  */
 int frame_demux_feed(frame_demux_t *d, const uint8_t *data, size_t len, size_t *consumed, frame_cb cb,
                      void *ud, err_t *err);
-/* At end of stream: -1 with err set when a header or payload was cut short. */
+/* At end of stream: -1 with err set when a header or payload was cut short.
+ * After feed returned -1 the demuxer is not fed again (an unknown type stays an error). */
 int frame_demux_finish(const frame_demux_t *d, err_t *err);
 
 #endif
