@@ -62,6 +62,7 @@ typedef struct create_op {
   int volume_attempted, container_attempted, helper_attempted, helper_removed;
   int rolling_back;
   int cancelled_by_caller;
+  int rollback_when_answered; /* cancelled while a change was in flight */
   err_t err;
   err_t rb_err[MAX_ROLLBACK_ERRORS];
   size_t n_rb_err;
@@ -438,6 +439,12 @@ static void on_resp(http_req_t *req, void *ud) {
     http_req_free(req);
     return;
   }
+  if (op->rollback_when_answered) {
+    /* The change the engine was making is done (or failed): now undo everything. */
+    http_req_free(req);
+    begin_rollback(op);
+    return;
+  }
   err_t err;
   err_init(&err);
   int ok = http_req_ok(req);
@@ -521,11 +528,23 @@ static void create_cancel(op_t *o) {
     return;
   }
   if (op->rolling_back) return; /* a failure is being rolled back: it settles the op */
+  op->cancelled_by_caller = 1;
+  int changing = op->step == C_CREATE_VOLUME || op->step == C_CREATE_CONTAINER || op->step == C_HELPER_CREATE ||
+                 op->step == C_HELPER_UPLOAD || op->step == C_HELPER_REMOVE || op->step == C_UPLOAD ||
+                 op->step == C_START;
+  if (changing && op->req != NULL) {
+    /*
+     * Closing the connection does not stop the engine: a container create it already
+     * received completes after we hang up, and a rollback sent now could run before it.
+     * Let the answer come back first (these requests are short), then roll back.
+     */
+    op->rollback_when_answered = 1;
+    return;
+  }
   http_req_free(op->req);
   op->req = NULL;
   owner_cancel(op->owner);
   op->owner = NULL;
-  op->cancelled_by_caller = 1;
   begin_rollback(op);
 }
 

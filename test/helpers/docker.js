@@ -1,0 +1,106 @@
+// Test-side access to the engine, independent of the code under test: raw Engine API
+// calls with node:http over the same socket, to check what the library did.
+import http from "node:http";
+import { randomUUID } from "node:crypto";
+
+export const IMAGE = process.env.ANVIA_TEST_IMAGE ?? "anvia-sandbox/bookworm:local";
+export const BUSYBOX_IMAGE = process.env.ANVIA_BUSYBOX_IMAGE ?? "anvia-sandbox/busybox:local";
+
+function socketPath() {
+  const host = process.env.DOCKER_HOST;
+  if (host?.startsWith("unix://")) return host.slice("unix://".length);
+  return "/var/run/docker.sock";
+}
+
+export function api(method, path, body) {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const req = http.request(
+      {
+        socketPath: socketPath(),
+        method,
+        path: `/v1.41${path}`,
+        headers: payload ? { "content-type": "application/json", "content-length": payload.length } : {},
+      },
+      (res) => {
+        const chunks = [];
+        res.on("data", (c) => chunks.push(c));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          let json;
+          try {
+            json = text.length > 0 ? JSON.parse(text) : undefined;
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode, json, text });
+        });
+      },
+    );
+    req.on("error", reject);
+    if (payload) req.write(payload);
+    req.end();
+  });
+}
+
+export async function inspectContainer(name) {
+  const res = await api("GET", `/containers/${encodeURIComponent(name)}/json`);
+  return res.status === 200 ? res.json : undefined;
+}
+
+export async function volumeExists(name) {
+  return (await api("GET", `/volumes/${encodeURIComponent(name)}`)).status === 200;
+}
+
+export async function labelledLeftovers(id) {
+  const filter = encodeURIComponent(JSON.stringify({ label: [id ? `anvia.sandbox.id=${id}` : "anvia.sandbox.id"] }));
+  const containers = (await api("GET", `/containers/json?all=1&filters=${filter}`)).json ?? [];
+  const volumes = (await api("GET", `/volumes?filters=${filter}`)).json?.Volumes ?? [];
+  return { containers: containers.map((c) => c.Names[0]), volumes: volumes.map((v) => v.Name) };
+}
+
+// Runs a command in a container through the raw API (no library code involved).
+export async function dockerExec(container, cmd) {
+  const created = await api("POST", `/containers/${encodeURIComponent(container)}/exec`, {
+    AttachStdout: true,
+    AttachStderr: true,
+    Cmd: cmd,
+  });
+  if (created.status !== 201) throw new Error(`exec create failed: ${created.text}`);
+  const out = await new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        socketPath: socketPath(),
+        method: "POST",
+        path: `/v1.41/exec/${created.json.Id}/start`,
+        headers: { "content-type": "application/json" },
+      },
+      (res) => {
+        const chunks = [];
+        res.on("data", (c) => chunks.push(c));
+        res.on("end", () => resolve(Buffer.concat(chunks)));
+      },
+    );
+    req.on("error", reject);
+    req.end(JSON.stringify({ Detach: false, Tty: false }));
+  });
+  let stdout = "";
+  let stderr = "";
+  for (let i = 0; i + 8 <= out.length; ) {
+    const len = out.readUInt32BE(i + 4);
+    const data = out.subarray(i + 8, i + 8 + len).toString("utf8");
+    if (out[i] === 2) stderr += data;
+    else stdout += data;
+    i += 8 + len;
+  }
+  const info = await api("GET", `/exec/${created.json.Id}/json`);
+  return { stdout, stderr, exitCode: info.json.ExitCode };
+}
+
+export function uniqueId(prefix = "t") {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
+
+export function baseOptions(extra = {}) {
+  return { image: IMAGE, workspace: { type: "ephemeral" }, network: { mode: "none" }, ...extra };
+}

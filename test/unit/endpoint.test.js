@@ -1,0 +1,97 @@
+// Endpoint resolution as the docker CLI does it: explicit host, DOCKER_HOST (unix, tcp,
+// TLS), DOCKER_CONTEXT, currentContext in config.json, the default socket.
+import test from "node:test";
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { native } from "../helpers/native.js";
+
+const resolve = (host, env = {}) => native.resolveEndpoint(host, env);
+
+function makeConfig(t) {
+  const dir = mkdtempSync(join(tmpdir(), "anvia-endpoint-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const addContext = (name, host, { tls = false, skipVerify = false } = {}) => {
+    const hash = createHash("sha256").update(name).digest("hex");
+    mkdirSync(join(dir, "contexts", "meta", hash), { recursive: true });
+    writeFileSync(
+      join(dir, "contexts", "meta", hash, "meta.json"),
+      JSON.stringify({ Name: name, Metadata: {}, Endpoints: { docker: { Host: host, SkipTLSVerify: skipVerify } } }),
+    );
+    if (tls) mkdirSync(join(dir, "contexts", "tls", hash, "docker"), { recursive: true });
+    return hash;
+  };
+  return { dir, addContext };
+}
+
+test("default socket when nothing is configured", () => {
+  const ep = resolve(undefined, { HOME: "/nonexistent-home" });
+  assert.equal(ep.kind, "unix");
+  assert.equal(ep.socketPath, "/var/run/docker.sock");
+  assert.equal(ep.display, "unix:///var/run/docker.sock");
+  assert.equal(ep.source, "default");
+});
+
+test("explicit host wins over DOCKER_HOST and contexts", () => {
+  const ep = resolve("unix:///tmp/x.sock", { DOCKER_HOST: "tcp://1.2.3.4:2375", DOCKER_CONTEXT: "remote" });
+  assert.equal(ep.socketPath, "/tmp/x.sock");
+  assert.equal(ep.source, "host option");
+});
+
+test("DOCKER_HOST: unix and tcp, default ports, IPv6, TLS from DOCKER_TLS_VERIFY and DOCKER_CERT_PATH", () => {
+  assert.equal(resolve(undefined, { DOCKER_HOST: "unix:///run/other.sock" }).socketPath, "/run/other.sock");
+  let ep = resolve(undefined, { DOCKER_HOST: "tcp://docker.example:2375" });
+  assert.deepEqual([ep.kind, ep.host, ep.port, ep.tls, ep.display], ["tcp", "docker.example", 2375, false, "tcp://docker.example:2375"]);
+  ep = resolve(undefined, { DOCKER_HOST: "tcp://10.0.0.1" });
+  assert.equal(ep.port, 2375);
+  ep = resolve(undefined, { DOCKER_HOST: "tcp://10.0.0.1", DOCKER_TLS_VERIFY: "1", DOCKER_CERT_PATH: "/certs" });
+  assert.deepEqual([ep.port, ep.tls, ep.tlsVerify, ep.caFile, ep.certFile, ep.keyFile], [2376, true, true, "/certs/ca.pem", "/certs/cert.pem", "/certs/key.pem"]);
+  ep = resolve(undefined, { DOCKER_HOST: "tcp://h:1", DOCKER_TLS: "1", HOME: "/home/u" });
+  assert.deepEqual([ep.tls, ep.tlsVerify, ep.caFile], [true, false, "/home/u/.docker/ca.pem"]);
+  ep = resolve(undefined, { DOCKER_HOST: "tcp://[::1]:2375" });
+  assert.deepEqual([ep.host, ep.display], ["::1", "tcp://[::1]:2375"]);
+  ep = resolve(undefined, { DOCKER_HOST: "https://h:9" });
+  assert.deepEqual([ep.tls, ep.tlsVerify], [true, true]);
+});
+
+test("a malformed DOCKER_HOST is docker_unavailable", () => {
+  assert.throws(() => resolve(undefined, { DOCKER_HOST: "ssh://user@box" }), (e) => e.code === "docker_unavailable");
+  assert.throws(() => resolve(undefined, { DOCKER_HOST: "tcp://h:notaport" }), (e) => e.code === "docker_unavailable");
+});
+
+test("DOCKER_CONTEXT and currentContext select a context directory by the sha256 of its name", (t) => {
+  const { dir, addContext } = makeConfig(t);
+  addContext("remote", "tcp://ctx.example:2376", { tls: true });
+  addContext("local-sock", "unix:///run/ctx.sock");
+  let ep = resolve(undefined, { DOCKER_CONFIG: dir, DOCKER_CONTEXT: "remote" });
+  const hash = createHash("sha256").update("remote").digest("hex");
+  assert.deepEqual([ep.host, ep.port, ep.tls, ep.tlsVerify, ep.source], ["ctx.example", 2376, true, true, "context remote"]);
+  assert.equal(ep.caFile, join(dir, "contexts", "tls", hash, "docker", "ca.pem"));
+  writeFileSync(join(dir, "config.json"), JSON.stringify({ currentContext: "local-sock" }));
+  ep = resolve(undefined, { DOCKER_CONFIG: dir });
+  assert.equal(ep.socketPath, "/run/ctx.sock");
+  // DOCKER_HOST beats the context; DOCKER_CONTEXT beats currentContext.
+  assert.equal(resolve(undefined, { DOCKER_CONFIG: dir, DOCKER_HOST: "unix:///a.sock" }).socketPath, "/a.sock");
+  assert.equal(resolve(undefined, { DOCKER_CONFIG: dir, DOCKER_CONTEXT: "remote" }).host, "ctx.example");
+  // "default" means the default socket.
+  assert.equal(resolve(undefined, { DOCKER_CONFIG: dir, DOCKER_CONTEXT: "default" }).socketPath, "/var/run/docker.sock");
+});
+
+test("the config directory defaults to ~/.docker", (t) => {
+  const home = mkdtempSync(join(tmpdir(), "anvia-home-"));
+  t.after(() => rmSync(home, { recursive: true, force: true }));
+  const hash = createHash("sha256").update("h").digest("hex");
+  mkdirSync(join(home, ".docker", "contexts", "meta", hash), { recursive: true });
+  writeFileSync(join(home, ".docker", "contexts", "meta", hash, "meta.json"), JSON.stringify({ Endpoints: { docker: { Host: "unix:///home.sock" } } }));
+  writeFileSync(join(home, ".docker", "config.json"), JSON.stringify({ currentContext: "h" }));
+  assert.equal(resolve(undefined, { HOME: home }).socketPath, "/home.sock");
+});
+
+test("a missing or broken context is docker_unavailable naming it", (t) => {
+  const { dir, addContext } = makeConfig(t);
+  assert.throws(() => resolve(undefined, { DOCKER_CONFIG: dir, DOCKER_CONTEXT: "ghost" }), (e) => e.code === "docker_unavailable" && /ghost/.test(e.message));
+  addContext("weird", "ssh://x");
+  assert.throws(() => resolve(undefined, { DOCKER_CONFIG: dir, DOCKER_CONTEXT: "weird" }), (e) => e.code === "docker_unavailable");
+});
