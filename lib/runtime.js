@@ -5,16 +5,23 @@
 // operations still running.
 import { native, runNative } from "./native.js";
 import { invalidState } from "./util.js";
-import { DockerSandboxError } from "./errors.js";
+import { DockerSandboxError, decodeUtf8 } from "./errors.js";
+
+const STREAM_HIGH_WATER = 256 * 1024;
+const STREAM_LOW_WATER = 64 * 1024;
+const PAUSE = 1;
+const RESUME = 0;
 
 export class SandboxRuntime {
   #info;
+  #sandbox;
   #state;
   #activeControllers = new Set();
   #activeOperations = new Set();
 
   constructor(info, state) {
     this.#info = info;
+    this.#sandbox = info.sandbox;
     this.#state = state;
   }
 
@@ -24,7 +31,118 @@ export class SandboxRuntime {
       provider: "docker",
       workdir: this.#info.workdir,
       publishedPorts: Object.freeze(this.#info.publishedPorts.map((port) => Object.freeze({ ...port }))),
+      exec: (options) => this.exec(options),
+      execStream: (options) => this.execStream(options),
+      readFile: (options) => this.readFile(options),
+      readTextFile: (options) => this.readTextFile(options),
+      readTextFilePage: (options) => this.readTextFilePage(options),
+      writeFile: (options) => this.writeFile(options),
+      writeTextFile: (options) => this.writeTextFile(options),
+      listFiles: (options) => this.listFiles(options),
     };
+  }
+
+  async exec(options) {
+    const token = native.prepareExec(this.#sandbox, options);
+    return this.run(options.abortSignal, token);
+  }
+
+  async readFile(options) {
+    const token = native.prepareReadFile(this.#sandbox, options);
+    return this.run(options.abortSignal, token);
+  }
+
+  async readTextFile(options) {
+    return decodeUtf8(await this.readFile(options));
+  }
+
+  async readTextFilePage(options) {
+    const { startLine, lineCount, maxBytes } = native.textPageOptions(options);
+    let readOptions = { path: options.path };
+    if (options.abortSignal !== undefined) readOptions = { ...readOptions, abortSignal: options.abortSignal };
+    const bytes = await this.readFile(readOptions);
+    // null: not UTF-8; decoding throws TextDecoder's own TypeError, as the original did.
+    return native.textFilePage(bytes, startLine, lineCount, maxBytes) ?? decodeUtf8(bytes);
+  }
+
+  async writeFile(options) {
+    const token = native.prepareWriteFile(this.#sandbox, options, false);
+    await this.run(options.abortSignal, token);
+  }
+
+  async writeTextFile(options) {
+    const token = native.prepareWriteFile(this.#sandbox, options, true);
+    await this.run(options.abortSignal, token);
+  }
+
+  async listFiles(options = {}) {
+    const token = native.prepareListFiles(this.#sandbox, options);
+    return this.run(options.abortSignal, token);
+  }
+
+  // The original's execStream, with back-pressure instead of its "consumer is too slow"
+  // error: when more than STREAM_HIGH_WATER bytes wait for the consumer, the native side
+  // stops reading the connection (so the command blocks on its output); it reads again
+  // once the queue drains below STREAM_LOW_WATER.
+  async *execStream(options) {
+    const token = native.prepareExec(this.#sandbox, options);
+    this.assertRunning();
+    const streamAbort = new AbortController();
+    const combined = options.abortSignal === undefined ? streamAbort.signal : AbortSignal.any([options.abortSignal, streamAbort.signal]);
+    const queue = [];
+    let queuedBytes = 0;
+    let paused = false;
+    let wake;
+    let complete = false;
+    let failure;
+    const push = (event) => {
+      queue.push(event);
+      wake?.();
+      wake = undefined;
+    };
+    const onEvent = (type, data) => {
+      queuedBytes += data.byteLength;
+      if (!paused && queuedBytes > STREAM_HIGH_WATER) {
+        paused = true;
+        native.control(token, PAUSE);
+      }
+      push({ type, data });
+    };
+    const run = this.run(combined, token, onEvent).then((result) => push({ type: "result", result }));
+    void run.then(
+      () => {
+        complete = true;
+        wake?.();
+      },
+      (error) => {
+        failure = error;
+        complete = true;
+        wake?.();
+      },
+    );
+    try {
+      while (!complete || queue.length > 0) {
+        const event = queue.shift();
+        if (event !== undefined) {
+          if (event.type !== "result") {
+            queuedBytes -= event.data.byteLength;
+            if (paused && queuedBytes < STREAM_LOW_WATER) {
+              paused = false;
+              native.control(token, RESUME);
+            }
+          }
+          yield event;
+          continue;
+        }
+        await new Promise((resolve) => {
+          wake = resolve;
+        });
+      }
+      if (failure !== undefined) throw failure;
+    } finally {
+      if (!complete) streamAbort.abort(new DOMException("Stream closed", "AbortError"));
+      await run.catch(() => undefined);
+    }
   }
 
   async closeActiveOperations(message) {

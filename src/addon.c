@@ -11,6 +11,7 @@
 #include "api.h"
 #include "napi_util.h"
 #include "op.h"
+#include "trace.h"
 
 int js_enter(addon_t *a, js_scope_t *s) {
   s->ok = 0;
@@ -89,6 +90,7 @@ static napi_value init(napi_env env, napi_value exports) {
       return NULL;
     }
     curl_ready = 1;
+    trace_init();
   }
   addon_t *a = calloc(1, sizeof(*a));
   if (a == NULL) {
@@ -111,6 +113,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"init", NULL, js_init, NULL, NULL, NULL, napi_default, NULL},
       {"start", NULL, op_js_start, NULL, NULL, NULL, napi_default, NULL},
       {"cancel", NULL, op_js_cancel, NULL, NULL, NULL, napi_default, NULL},
+      {"control", NULL, op_js_control, NULL, NULL, NULL, napi_default, NULL},
       {"clientNew", NULL, client_js_new, NULL, NULL, NULL, napi_default, NULL},
       {"preparePull", NULL, client_js_prepare_pull, NULL, NULL, NULL, napi_default, NULL},
       {"prepareCreate", NULL, client_js_prepare_create, NULL, NULL, NULL, napi_default, NULL},
@@ -119,6 +122,9 @@ static napi_value init(napi_env env, napi_value exports) {
   };
   if (napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns) != napi_ok) return NULL;
   sandbox_register(env, exports);
+  exec_register(env, exports);
+  files_register(env, exports);
+  listing_register(env, exports);
   exports_text_register(env, exports);
   exports_codec_register(env, exports);
   return exports;

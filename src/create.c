@@ -568,7 +568,7 @@ static void create_destroy(op_t *o) {
   for (size_t i = 0; i < op->n_rb_err; i++) err_clear(&op->rb_err[i]);
 }
 
-static const op_vtable_t create_vt = {"createSandbox", create_start, create_cancel, create_result, create_destroy};
+static const op_vtable_t create_vt = {"createSandbox", create_start, create_cancel, create_result, create_destroy, NULL};
 
 /* native.prepareCreate(client, options) -> token; validation errors are thrown. */
 napi_value client_js_prepare_create(napi_env env, napi_callback_info info) {

@@ -4,6 +4,8 @@
  */
 #include "engine.h"
 
+#include "trace.h"
+
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -314,6 +316,14 @@ static void on_job_done(curl_job_t *job, CURLcode result) {
   r->curl_result = result;
   curl_easy_getinfo(r->job.easy, CURLINFO_RESPONSE_CODE, &r->status);
   r->state = HTTP_DONE;
+  if (trace_enabled()) {
+    double total = 0;
+    curl_easy_getinfo(r->job.easy, CURLINFO_TOTAL_TIME, &total);
+    long reused = 0;
+    curl_easy_getinfo(r->job.easy, CURLINFO_NUM_CONNECTS, &reused);
+    trace_event("%s %s -> %ld (%.2f ms, %s connection)", r->method, r->path, r->status, total * 1000,
+                reused ? "new" : "reused");
+  }
   if (r->on_done) r->on_done(r, r->ud);
 }
 

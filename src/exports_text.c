@@ -209,6 +209,23 @@ static napi_value opt_number(napi_env env, int has, uint64_t v) {
   return has ? nu_number(env, (double)v) : nu_null(env);
 }
 
+napi_value text_page_to_js(napi_env env, const text_page_t *page) {
+  napi_value o;
+  NU_CALL(env, napi_create_object(env, &o));
+  NU_CALL(env, napi_set_named_property(env, o, "content",
+                                       nu_string_n(env, (const char *)page->content, page->content_len)));
+  NU_CALL(env, napi_set_named_property(env, o, "startLine", nu_number(env, (double)page->start_line)));
+  NU_CALL(env, napi_set_named_property(env, o, "endLine", opt_number(env, page->has_end_line, page->end_line)));
+  NU_CALL(env, napi_set_named_property(env, o, "nextStartLine",
+                                       opt_number(env, page->has_next_start_line, page->next_start_line)));
+  NU_CALL(env, napi_set_named_property(env, o, "truncated", nu_bool(env, page->truncated)));
+  napi_value by = page->truncated_by == PAGE_TRUNC_BYTES   ? nu_string(env, "bytes")
+                  : page->truncated_by == PAGE_TRUNC_LINES ? nu_string(env, "lines")
+                                                           : nu_null(env);
+  NU_CALL(env, napi_set_named_property(env, o, "truncatedBy", by));
+  return o;
+}
+
 /* textPage(bytes, startLine, lineCount, maxBytes) -> the page object of createTextFilePage. */
 static napi_value js_text_page(napi_env env, napi_callback_info info) {
   napi_value argv[4];
@@ -222,20 +239,7 @@ static napi_value js_text_page(napi_env env, napi_callback_info info) {
   if (arg_positive(env, argv[3], "maxBytes", &max_bytes) < 0) return NULL;
   text_page_t page;
   text_page(data, len, start_line, line_count, max_bytes, &page);
-  napi_value o;
-  NU_CALL(env, napi_create_object(env, &o));
-  NU_CALL(env, napi_set_named_property(env, o, "content",
-                                       nu_string_n(env, (const char *)page.content, page.content_len)));
-  NU_CALL(env, napi_set_named_property(env, o, "startLine", nu_number(env, (double)page.start_line)));
-  NU_CALL(env, napi_set_named_property(env, o, "endLine", opt_number(env, page.has_end_line, page.end_line)));
-  NU_CALL(env, napi_set_named_property(env, o, "nextStartLine",
-                                       opt_number(env, page.has_next_start_line, page.next_start_line)));
-  NU_CALL(env, napi_set_named_property(env, o, "truncated", nu_bool(env, page.truncated)));
-  napi_value by = page.truncated_by == PAGE_TRUNC_BYTES   ? nu_string(env, "bytes")
-                  : page.truncated_by == PAGE_TRUNC_LINES ? nu_string(env, "lines")
-                                                          : nu_null(env);
-  NU_CALL(env, napi_set_named_property(env, o, "truncatedBy", by));
-  return o;
+  return text_page_to_js(env, &page);
 }
 
 static napi_value js_utf8_valid(napi_env env, napi_callback_info info) {

@@ -236,3 +236,15 @@ napi_value op_js_cancel(napi_env env, napi_callback_info info) {
   if (op->vt->cancel) op->vt->cancel(op);
   return nu_undefined(env);
 }
+
+napi_value op_js_control(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  op_t *op = argc > 0 ? op_from_token(env, argv[0]) : NULL;
+  int64_t command = 0;
+  if (op == NULL || !op->started || op->settled || op->cancelled || op->vt->control == NULL) return nu_undefined(env);
+  if (argc > 1) nu_safe_integer(env, argv[1], &command);
+  op->vt->control(op, (int)command);
+  return nu_undefined(env);
+}

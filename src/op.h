@@ -34,7 +34,11 @@ typedef struct op_vtable {
   napi_value (*result)(op_t *op);
   /* Frees the op-specific part. The op struct itself is freed by op.c. */
   void (*destroy)(op_t *op);
+  /* Optional: flow control from JavaScript (OP_PAUSE / OP_RESUME). */
+  void (*control)(op_t *op, int command);
 } op_vtable_t;
+
+enum { OP_RESUME = 0, OP_PAUSE = 1 };
 
 typedef struct op_handle op_handle_t;
 
@@ -80,5 +84,7 @@ void op_teardown_all(addon_t *a);
 /* N-API entry points: start(token[, onEvent]) and cancel(token, reason). */
 napi_value op_js_start(napi_env env, napi_callback_info info);
 napi_value op_js_cancel(napi_env env, napi_callback_info info);
+/* native.control(token, command) */
+napi_value op_js_control(napi_env env, napi_callback_info info);
 
 #endif

@@ -174,7 +174,7 @@ static void pull_destroy(op_t *o) {
   free(op->ref);
 }
 
-static const op_vtable_t pull_vt = {"pullImage", pull_start, pull_cancel, NULL, pull_destroy};
+static const op_vtable_t pull_vt = {"pullImage", pull_start, pull_cancel, NULL, pull_destroy, NULL};
 
 op_t *pull_op_new(addon_t *a, engine_t *eng, const char *ref, err_t *err) {
   pull_op_t *op = (pull_op_t *)op_alloc(a, &pull_vt, sizeof(pull_op_t));

@@ -235,7 +235,7 @@ static void resume_destroy(op_t *o) {
   free(op->ports);
 }
 
-static const op_vtable_t resume_vt = {"resumeSandbox", resume_start, resume_cancel, resume_result, resume_destroy};
+static const op_vtable_t resume_vt = {"resumeSandbox", resume_start, resume_cancel, resume_result, resume_destroy, NULL};
 
 /* native.prepareResume(client, options) -> token. */
 napi_value client_js_prepare_resume(napi_env env, napi_callback_info info) {

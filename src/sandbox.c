@@ -154,7 +154,7 @@ static void simple_destroy(op_t *o) {
   sandbox_unref(op->sb);
 }
 
-static const op_vtable_t simple_vt = {"sandboxLifecycle", simple_start, simple_cancel, NULL, simple_destroy};
+static const op_vtable_t simple_vt = {"sandboxLifecycle", simple_start, simple_cancel, NULL, simple_destroy, NULL};
 
 static napi_value prepare_simple(napi_env env, napi_callback_info info, simple_kind_t kind) {
   size_t argc = 1;

@@ -36,6 +36,7 @@ typedef struct sandbox {
   size_t nports;
   char *user; /* the container's effective user ("" = image default root) */
   int readonly_rootfs;
+  int find_lacks_printf; /* learned on the first listing: list with find -exec stat */
   int owner_known;
   uint32_t uid, gid; /* owner given to files and directories written through the API */
   struct procmgr *procs;

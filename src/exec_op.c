@@ -1,0 +1,213 @@
+/*
+ * exec_op.c - the runtime's exec and execStream: option validation (the original's
+ * validateExecOptions), and the operation that runs one exec task for JavaScript,
+ * streaming its output as events when asked and pausing the connection when the
+ * consumer falls behind.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "exec.h"
+#include "napi_util.h"
+#include "op.h"
+#include "opts.h"
+#include "paths.h"
+
+typedef struct exec_op {
+  op_t op;
+  sandbox_t *sb;
+  exec_spec_t spec;
+  exec_task_t *task;
+  exec_result_t *result;
+} exec_op_t;
+
+/* cwd as the original reads it: normalizeSandboxPath(cwd, { allowRoot: true }). */
+static char *read_cwd(napi_env env, napi_value cwd, err_t *err) {
+  if (nu_typeof(env, cwd) != napi_string) {
+    err_type(err, "cwd must be a string.");
+    return NULL;
+  }
+  size_t len = 0;
+  napi_get_value_string_utf8(env, cwd, NULL, 0, &len);
+  char *raw = malloc(len + 1);
+  if (raw == NULL) {
+    err_oom(err);
+    return NULL;
+  }
+  napi_get_value_string_utf8(env, cwd, raw, len + 1, &len);
+  char *n = sandbox_path_normalize(raw, len, 1, err);
+  free(raw);
+  return n;
+}
+
+int exec_spec_from_js(napi_env env, napi_value options, sandbox_t *sb, exec_spec_t *spec, err_t *err) {
+  memset(spec, 0, sizeof(*spec));
+  char *cwd = NULL;
+  kv_list_t envs = {0};
+  if (!nu_is_record(env, options)) return err_type(err, "options must be an object.");
+  napi_value command = nu_get(env, options, "command");
+  if (check_nonempty_string(env, command, "command", err)) return -1;
+  napi_value args = nu_get(env, options, "args");
+  uint32_t nargs = 0;
+  if (!nu_is_undefined(env, args)) {
+    int ok = nu_is_array(env, args);
+    if (ok) napi_get_array_length(env, args, &nargs);
+    for (uint32_t i = 0; ok && i < nargs; i++) {
+      napi_value a;
+      napi_get_element(env, args, i, &a);
+      if (nu_typeof(env, a) != napi_string) ok = 0;
+    }
+    if (!ok) return err_type(err, "args must contain only strings.");
+  }
+  napi_value cwd_v = nu_get(env, options, "cwd");
+  if (!nu_is_undefined(env, cwd_v) && (cwd = read_cwd(env, cwd_v, err)) == NULL) return -1;
+  if (read_string_record(env, nu_get(env, options, "env"), "env", &envs, err)) goto fail;
+  napi_value timeout = nu_get(env, options, "timeoutMs");
+  int64_t timeout_ms = sb->runtime.command_timeout_ms;
+  if (!nu_is_undefined(env, timeout) && check_positive_safe_integer(env, timeout, "timeoutMs", &timeout_ms, err))
+    goto fail;
+  napi_value input = nu_get(env, options, "input");
+  uint8_t *in_data = NULL;
+  size_t in_len = 0;
+  int is_string = nu_typeof(env, input) == napi_string;
+  if (!nu_is_undefined(env, input) && !is_string && !nu_uint8array_view(env, input, &in_data, &in_len)) {
+    err_type(err, "input must be a string or Uint8Array.");
+    goto fail;
+  }
+
+  spec->argv = calloc(nargs + 1, sizeof(char *));
+  if (spec->argv == NULL) goto oom;
+  spec->argv[spec->argc++] = nu_strdup(env, command);
+  for (uint32_t i = 0; i < nargs; i++) {
+    napi_value a;
+    napi_get_element(env, args, i, &a);
+    spec->argv[spec->argc++] = nu_strdup(env, a);
+  }
+  for (size_t i = 0; i < spec->argc; i++)
+    if (spec->argv[i] == NULL) goto oom;
+  for (size_t i = 0; i < envs.count; i++)
+    if (exec_spec_add_env(spec, envs.items[i].key, envs.items[i].value) != 0) goto oom;
+  spec->workdir = sandbox_container_path(sb->workdir, cwd ? cwd : ".", err);
+  if (spec->workdir == NULL) goto fail;
+  if (!nu_is_undefined(env, input)) {
+    spec->has_input = 1;
+    if (is_string) {
+      napi_get_value_string_utf8(env, input, NULL, 0, &in_len);
+      spec->input = malloc(in_len + 1);
+      if (spec->input == NULL) goto oom;
+      napi_get_value_string_utf8(env, input, (char *)spec->input, in_len + 1, &in_len);
+    } else {
+      spec->input = malloc(in_len ? in_len : 1);
+      if (spec->input == NULL) goto oom;
+      if (in_len) memcpy(spec->input, in_data, in_len);
+    }
+    spec->input_len = in_len;
+  }
+  spec->timeout_ms = timeout_ms;
+  spec->max_output = (size_t)sb->runtime.max_output_bytes;
+  spec->kill_tree = 1;
+  free(cwd);
+  kv_list_free(&envs);
+  return 0;
+oom:
+  err_oom(err);
+fail:
+  free(cwd);
+  kv_list_free(&envs);
+  exec_spec_free(spec);
+  return -1;
+}
+
+static void on_output(void *ud, int stream, const uint8_t *data, size_t len) {
+  exec_op_t *op = ud;
+  if (op->op.on_event == NULL) return;
+  js_scope_t s;
+  if (js_enter(op->op.addon, &s) != 0) return;
+  napi_env env = op->op.addon->env;
+  napi_value argv[2] = {nu_string(env, stream == 2 ? "stderr" : "stdout"), nu_uint8array(env, data, len)};
+  op_emit(&op->op, 2, argv);
+  js_leave(op->op.addon, &s);
+}
+
+static void on_done(void *ud, exec_result_t *result, err_t *err) {
+  exec_op_t *op = ud;
+  op->task = NULL;
+  if (err != NULL) {
+    op_reject(&op->op, err);
+  } else {
+    op->result = result;
+    op_resolve(&op->op);
+  }
+  op_release(&op->op);
+}
+
+static void exec_start(op_t *o) {
+  exec_op_t *op = (exec_op_t *)o;
+  err_t err;
+  err_init(&err);
+  exec_callbacks_t cbs = {o->on_event ? on_output : NULL, on_done};
+  op->task = exec_task_start(op->sb, &op->spec, &cbs, op, &err);
+  if (op->task == NULL) {
+    op_reject(o, &err);
+    op_release(o);
+  }
+}
+
+static void exec_cancel(op_t *o) {
+  exec_op_t *op = (exec_op_t *)o;
+  exec_task_cancel(op->task);
+  op->task = NULL;
+  op_reject_cancelled(o);
+  op_release(o);
+}
+
+static void exec_control(op_t *o, int command) {
+  exec_op_t *op = (exec_op_t *)o;
+  if (op->task == NULL) return;
+  if (command == OP_PAUSE) exec_task_pause(op->task);
+  else exec_task_resume(op->task);
+}
+
+static napi_value exec_result_value(op_t *o) { return exec_result_to_js(o->addon->env, ((exec_op_t *)o)->result); }
+
+static void exec_destroy(op_t *o) {
+  exec_op_t *op = (exec_op_t *)o;
+  exec_task_cancel(op->task);
+  exec_result_free(op->result);
+  exec_spec_free(&op->spec);
+  sandbox_unref(op->sb);
+}
+
+static const op_vtable_t exec_vt = {"exec", exec_start, exec_cancel, exec_result_value, exec_destroy, exec_control};
+
+/* native.prepareExec(sandbox, options) -> token. */
+static napi_value js_prepare_exec(napi_env env, napi_callback_info info) {
+  addon_t *a = addon_get(env);
+  size_t argc = 2;
+  napi_value argv[2];
+  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  sandbox_t *sb = sandbox_from_js(env, argv[0]);
+  if (sb == NULL) return NULL;
+  err_t err;
+  err_init(&err);
+  exec_op_t *op = (exec_op_t *)op_alloc(a, &exec_vt, sizeof(exec_op_t));
+  if (op == NULL) {
+    err_oom(&err);
+    return nu_throw_err(a, &err);
+  }
+  op->sb = sb;
+  sandbox_ref(sb);
+  if (exec_spec_from_js(env, argc > 1 ? argv[1] : nu_undefined(env), sb, &op->spec, &err) != 0) {
+    op_discard(&op->op);
+    return nu_throw_err(a, &err);
+  }
+  return op_token(&op->op);
+}
+
+void exec_register(napi_env env, napi_value exports) {
+  napi_property_descriptor fns[] = {
+      {"prepareExec", NULL, js_prepare_exec, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
+}

@@ -1,0 +1,512 @@
+/*
+ * hijack.c - upgraded exec connections (see hijack.h).
+ */
+#include "hijack.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "frames.h"
+#include "trace.h"
+
+#define MAX_HEAD_BYTES (16 * 1024)
+#define MAX_ERROR_BODY (64 * 1024)
+#define READ_BUFFER_BYTES (64 * 1024)
+
+typedef struct pending_write {
+  uv_write_t req;
+  struct pending_write *next;
+  size_t len;
+  uint8_t data[];
+} pending_write_t;
+
+enum { H_WAIT_ENGINE = 1, H_RESOLVING, H_CONNECTING, H_HEAD, H_STREAM, H_ERROR_BODY, H_DONE };
+
+struct hijack {
+  engine_t *eng;
+  engine_waiter_t waiter;
+  union {
+    uv_pipe_t pipe;
+    uv_tcp_t tcp;
+  } handle;
+  int handle_open;
+  uv_connect_t connect_req;
+  uv_getaddrinfo_t gai;
+  int gai_pending;
+  uv_write_t head_write;
+  uv_shutdown_t shutdown_req;
+  char *request;
+  size_t request_len;
+  pending_write_t *queue; /* not yet handed to libuv */
+  pending_write_t **queue_tail;
+  int writes_in_flight;
+  int stdin_end_requested;
+  int stdin_ended;
+  int state;
+  int closing;
+  int paused;
+  int reading;
+  long status;
+  long content_length;
+  buf_t head;
+  buf_t error_body;
+  frame_demux_t demux;
+  hijack_callbacks_t cbs;
+  void *ud;
+  uint8_t readbuf[READ_BUFFER_BYTES];
+};
+
+static void h_free(hijack_t *h) {
+  pending_write_t *w = h->queue;
+  while (w) {
+    pending_write_t *next = w->next;
+    free(w);
+    w = next;
+  }
+  free(h->request);
+  buf_free(&h->head);
+  buf_free(&h->error_body);
+  engine_unref(h->eng);
+  free(h);
+}
+
+static void on_handle_closed(uv_handle_t *handle) {
+  hijack_t *h = handle->data;
+  h->handle_open = 0;
+  /* A getaddrinfo still running keeps the struct alive until its callback. */
+  if (!h->gai_pending) h_free(h);
+}
+
+void hijack_close(hijack_t *h) {
+  if (h == NULL || h->closing) return;
+  h->closing = 1;
+  h->state = H_DONE;
+  if (h->waiter.queued) engine_cancel_wait(h->eng, &h->waiter);
+  if (h->gai_pending) uv_cancel((uv_req_t *)&h->gai);
+  if (h->handle_open) {
+    uv_close((uv_handle_t *)&h->handle, on_handle_closed);
+  } else if (!h->gai_pending) {
+    h_free(h);
+  }
+}
+
+/* Reports the end once; afterwards the caller is expected to close. */
+static void finish(hijack_t *h, err_t *err) {
+  if (h->closing || h->state == H_DONE) return;
+  h->state = H_DONE;
+  if (h->reading) {
+    uv_read_stop((uv_stream_t *)&h->handle);
+    h->reading = 0;
+  }
+  h->cbs.on_end(h->ud, err);
+}
+
+static void fail_with(hijack_t *h, const char *code, const char *fmt, const char *arg) {
+  err_t err;
+  err_init(&err);
+  err_sandbox(&err, code, fmt, arg);
+  finish(h, &err);
+  err_clear(&err);
+}
+
+/* ---- stdin ---- */
+
+static void pump_writes(hijack_t *h);
+
+static void on_stdin_written(uv_write_t *req, int status) {
+  pending_write_t *w = (pending_write_t *)req;
+  hijack_t *h = req->data;
+  free(w);
+  h->writes_in_flight--;
+  /* A command that exits without reading its input closes the stream under us:
+   * EPIPE/ECONNRESET here is not an error of the exec; the read side reports the end. */
+  (void)status;
+  if (!h->closing) pump_writes(h);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status) {
+  (void)req;
+  (void)status;
+}
+
+static void pump_writes(hijack_t *h) {
+  if (h->closing || h->state < H_STREAM || h->state == H_DONE) return;
+  while (h->queue) {
+    pending_write_t *w = h->queue;
+    h->queue = w->next;
+    if (h->queue == NULL) h->queue_tail = &h->queue;
+    w->req.data = h;
+    uv_buf_t b = uv_buf_init((char *)w->data, (unsigned int)w->len);
+    if (uv_write(&w->req, (uv_stream_t *)&h->handle, &b, 1, on_stdin_written) != 0) {
+      free(w);
+      continue;
+    }
+    h->writes_in_flight++;
+  }
+  if (h->stdin_end_requested && !h->stdin_ended) {
+    h->stdin_ended = 1;
+    h->shutdown_req.data = h;
+    uv_shutdown(&h->shutdown_req, (uv_stream_t *)&h->handle, on_shutdown);
+  }
+}
+
+int hijack_write(hijack_t *h, const uint8_t *data, size_t len) {
+  if (h->closing || h->stdin_end_requested) return -1;
+  size_t off = 0;
+  /* Chunks bound each write's size (libuv buffers lengths in unsigned int). */
+  while (off < len || len == 0) {
+    size_t n = len - off;
+    if (n > (1u << 30)) n = 1u << 30;
+    pending_write_t *w = malloc(sizeof(*w) + (n ? n : 1));
+    if (w == NULL) return -1;
+    w->next = NULL;
+    w->len = n;
+    if (n) memcpy(w->data, data + off, n);
+    *h->queue_tail = w;
+    h->queue_tail = &w->next;
+    off += n;
+    if (len == 0) break;
+  }
+  pump_writes(h);
+  return 0;
+}
+
+void hijack_end_stdin(hijack_t *h) {
+  if (h->closing) return;
+  h->stdin_end_requested = 1;
+  pump_writes(h);
+}
+
+/* ---- reading ---- */
+
+static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
+  (void)suggested;
+  hijack_t *h = handle->data;
+  *buf = uv_buf_init((char *)h->readbuf, sizeof(h->readbuf));
+}
+
+static int on_frame(void *ud, int stream, const uint8_t *data, size_t len) {
+  hijack_t *h = ud;
+  h->cbs.on_data(h->ud, stream, data, len);
+  return h->closing ? 1 : 0;
+}
+
+static void feed_stream(hijack_t *h, const uint8_t *data, size_t len) {
+  err_t err;
+  err_init(&err);
+  size_t consumed = 0;
+  int rc = frame_demux_feed(&h->demux, data, len, &consumed, on_frame, h, &err);
+  if (rc < 0) {
+    finish(h, &err);
+  }
+  err_clear(&err);
+}
+
+static void start_stream(hijack_t *h, const uint8_t *rest, size_t rest_len) {
+  h->state = H_STREAM;
+  pump_writes(h);
+  if (rest_len > 0) feed_stream(h, rest, rest_len);
+}
+
+static long header_value_long(const char *head, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = strstr(head, "\r\n"); p != NULL; p = strstr(p + 2, "\r\n")) {
+    const char *line = p + 2;
+    if (strncasecmp(line, name, n) == 0 && line[n] == ':') return strtol(line + n + 1, NULL, 10);
+  }
+  return -1;
+}
+
+static void engine_error(hijack_t *h) {
+  char *msg = NULL;
+  json_t *j = json_loadb((const char *)(h->error_body.data ? h->error_body.data : (uint8_t *)""), h->error_body.len, 0, NULL);
+  json_t *m = json_object_get(j, "message");
+  if (json_is_string(m)) msg = strdup(json_string_value(m));
+  else msg = strndup((const char *)(h->error_body.data ? h->error_body.data : (uint8_t *)""), h->error_body.len > 1024 ? 1024 : h->error_body.len);
+  json_decref(j);
+  err_t err;
+  err_init(&err);
+  err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Docker engine refused to start the exec (%ld): %s", h->status, msg ? msg : "");
+  err_set_details(&err, json_pack("{s:I, s:s, s:s, s:s}", "statusCode", (json_int_t)h->status, "message", msg ? msg : "",
+                                  "method", "POST", "path", "/exec/start"));
+  free(msg);
+  finish(h, &err);
+  err_clear(&err);
+}
+
+static void parse_head(hijack_t *h) {
+  char *head = (char *)h->head.data;
+  char *end = strstr(head, "\r\n\r\n");
+  if (end == NULL) {
+    if (h->head.len >= MAX_HEAD_BYTES)
+      fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine sent an oversized response head%s.", "");
+    return;
+  }
+  size_t head_len = (size_t)(end - head) + 4;
+  int major = 0, minor = 0;
+  long status = 0;
+  if (sscanf(head, "HTTP/%d.%d %ld", &major, &minor, &status) != 3) {
+    fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine sent a malformed response to exec start%s.", "");
+    return;
+  }
+  h->status = status;
+  trace_event("exec start -> %ld", status);
+  const uint8_t *rest = h->head.data + head_len;
+  size_t rest_len = h->head.len - head_len;
+  if (status == 101 || status == 200) {
+    /* The stream starts right after the blank line: keep what we already read. */
+    buf_t tail;
+    buf_init(&tail, 0);
+    if (rest_len > 0 && buf_append(&tail, rest, rest_len) != 0) {
+      fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Out of memory%s.", "");
+      return;
+    }
+    buf_free(&h->head);
+    start_stream(h, tail.data, tail.len);
+    buf_free(&tail);
+    return;
+  }
+  h->content_length = header_value_long(head, "Content-Length");
+  h->state = H_ERROR_BODY;
+  buf_init(&h->error_body, MAX_ERROR_BODY);
+  if (rest_len > 0) buf_append(&h->error_body, rest, rest_len);
+  buf_free(&h->head);
+  if (h->content_length >= 0 && h->error_body.len >= (size_t)h->content_length) engine_error(h);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+  hijack_t *h = stream->data;
+  if (h->closing) return;
+  if (nread < 0) {
+    if (h->state == H_STREAM) {
+      if (nread == UV_EOF) {
+        trace_event("exec stream end");
+        err_t err;
+        err_init(&err);
+        if (frame_demux_finish(&h->demux, &err) == 0) finish(h, NULL);
+        else finish(h, &err);
+        err_clear(&err);
+      } else {
+        fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine connection failed during an exec: %s", uv_strerror((int)nread));
+      }
+    } else if (h->state == H_ERROR_BODY) {
+      engine_error(h);
+    } else {
+      fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine closed the connection before answering exec start%s.", "");
+    }
+    return;
+  }
+  if (nread == 0) return;
+  const uint8_t *data = (const uint8_t *)buf->base;
+  size_t len = (size_t)nread;
+  switch (h->state) {
+    case H_HEAD:
+      if (buf_append(&h->head, data, len) != 0) {
+        fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine sent an oversized response head%s.", "");
+        return;
+      }
+      buf_terminate(&h->head);
+      parse_head(h);
+      break;
+    case H_STREAM:
+      feed_stream(h, data, len);
+      break;
+    case H_ERROR_BODY:
+      buf_append(&h->error_body, data, len);
+      if ((h->content_length >= 0 && h->error_body.len >= (size_t)h->content_length) ||
+          h->error_body.len >= MAX_ERROR_BODY)
+        engine_error(h);
+      break;
+    default:
+      break;
+  }
+}
+
+static void start_reading(hijack_t *h) {
+  if (h->reading || h->paused || h->closing || h->state == H_DONE) return;
+  if (uv_read_start((uv_stream_t *)&h->handle, on_alloc, on_read) == 0) h->reading = 1;
+}
+
+void hijack_pause(hijack_t *h) {
+  if (h == NULL || h->paused) return;
+  h->paused = 1;
+  if (h->reading && h->state == H_STREAM) {
+    uv_read_stop((uv_stream_t *)&h->handle);
+    h->reading = 0;
+  }
+}
+
+void hijack_resume(hijack_t *h) {
+  if (h == NULL || !h->paused) return;
+  h->paused = 0;
+  if (h->handle_open && h->state >= H_HEAD) start_reading(h);
+}
+
+/* ---- connecting ---- */
+
+static void on_head_written(uv_write_t *req, int status) {
+  hijack_t *h = req->data;
+  if (h->closing) return;
+  if (status < 0) fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine connection failed during an exec: %s", uv_strerror(status));
+}
+
+static void on_connected(uv_connect_t *req, int status) {
+  hijack_t *h = req->data;
+  if (h->closing) return;
+  if (status < 0) {
+    err_t err;
+    err_init(&err);
+    err_sandbox(&err, CODE_DOCKER_UNAVAILABLE, "Docker engine is not reachable at %s: %s", engine_display(h->eng), uv_strerror(status));
+    finish(h, &err);
+    err_clear(&err);
+    return;
+  }
+  trace_event("exec connection open");
+  h->state = H_HEAD;
+  buf_init(&h->head, MAX_HEAD_BYTES);
+  h->head_write.data = h;
+  uv_buf_t b = uv_buf_init(h->request, (unsigned int)h->request_len);
+  if (uv_write(&h->head_write, (uv_stream_t *)&h->handle, &b, 1, on_head_written) != 0) {
+    fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine connection failed during an exec%s.", "");
+    return;
+  }
+  start_reading(h);
+  /* Reading the head must not wait for a consumer: pausing applies to the stream only. */
+  if (!h->reading && uv_read_start((uv_stream_t *)&h->handle, on_alloc, on_read) == 0) h->reading = 1;
+}
+
+static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
+  hijack_t *h = req->data;
+  h->gai_pending = 0;
+  if (h->closing) {
+    if (res) uv_freeaddrinfo(res);
+    if (!h->handle_open) h_free(h);
+    return;
+  }
+  if (status < 0 || res == NULL) {
+    if (res) uv_freeaddrinfo(res);
+    err_t err;
+    err_init(&err);
+    err_sandbox(&err, CODE_DOCKER_UNAVAILABLE, "Docker engine is not reachable at %s: %s", engine_display(h->eng),
+                uv_strerror(status < 0 ? status : UV_EAI_NONAME));
+    finish(h, &err);
+    err_clear(&err);
+    return;
+  }
+  if (uv_tcp_init(engine_uv(h->eng), &h->handle.tcp) != 0) {
+    uv_freeaddrinfo(res);
+    fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Cannot open a connection to the Docker engine%s.", "");
+    return;
+  }
+  h->handle.tcp.data = h;
+  h->handle_open = 1;
+  uv_tcp_nodelay(&h->handle.tcp, 1);
+  h->state = H_CONNECTING;
+  h->connect_req.data = h;
+  int rc = uv_tcp_connect(&h->connect_req, &h->handle.tcp, res->ai_addr, on_connected);
+  uv_freeaddrinfo(res);
+  if (rc != 0) on_connected(&h->connect_req, rc);
+}
+
+/* Opens the connection. Returns 0, or -1 with err set (nothing has been called). */
+static int connect_now(hijack_t *h, err_t *err) {
+  const endpoint_t *ep = engine_endpoint(h->eng);
+  if (ep->tls)
+    return err_sandbox(err, CODE_DOCKER_UNAVAILABLE,
+                       "Commands over a TLS Docker endpoint (%s) are not supported by this build; use a unix socket or plain tcp.",
+                       engine_display(h->eng));
+  /* The request, now that the API version is known. */
+  buf_t r;
+  buf_init(&r, 0);
+  const char *body = "{\"Detach\":false,\"Tty\":false}";
+  int rc = buf_printf(&r,
+                      "POST /v%s/exec/%s/start HTTP/1.1\r\nHost: %s\r\nUser-Agent: anvia-sandbox\r\n"
+                      "Content-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+                      "Content-Length: %zu\r\n\r\n%s",
+                      engine_api_version(h->eng), (char *)h->request, ep->kind == EP_UNIX ? "localhost" : ep->host,
+                      strlen(body), body);
+  if (rc != 0) {
+    buf_free(&r);
+    return err_oom(err);
+  }
+  free(h->request);
+  h->request = (char *)buf_steal(&r, &h->request_len);
+  if (ep->kind == EP_UNIX) {
+    if (uv_pipe_init(engine_uv(h->eng), &h->handle.pipe, 0) != 0)
+      return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Cannot open a connection to the Docker engine.");
+    h->handle.pipe.data = h;
+    h->handle_open = 1;
+    h->state = H_CONNECTING;
+    h->connect_req.data = h;
+    uv_pipe_connect(&h->connect_req, &h->handle.pipe, ep->unix_path, on_connected);
+    return 0;
+  }
+  char port[16];
+  snprintf(port, sizeof(port), "%d", ep->port);
+  struct addrinfo hints;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  h->state = H_RESOLVING;
+  h->gai.data = h;
+  h->gai_pending = 1;
+  if (uv_getaddrinfo(engine_uv(h->eng), &h->gai, on_resolved, ep->host, port, &hints) != 0) {
+    h->gai_pending = 0;
+    return err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "Docker engine host cannot be resolved: %s", ep->host);
+  }
+  return 0;
+}
+
+static void on_engine_ready(engine_waiter_t *w, const err_t *err) {
+  hijack_t *h = (hijack_t *)((char *)w - offsetof(hijack_t, waiter));
+  if (err != NULL) {
+    err_t copy;
+    err_init(&copy);
+    err_set(&copy, err->kind, err->code, "%s", err->message);
+    finish(h, &copy);
+    err_clear(&copy);
+    return;
+  }
+  err_t e;
+  err_init(&e);
+  if (connect_now(h, &e) != 0) finish(h, &e);
+  err_clear(&e);
+}
+
+hijack_t *hijack_start(engine_t *eng, const char *exec_id, const hijack_callbacks_t *cbs, void *ud, err_t *err) {
+  hijack_t *h = calloc(1, sizeof(*h));
+  if (h == NULL) {
+    err_oom(err);
+    return NULL;
+  }
+  h->eng = eng;
+  engine_ref(eng);
+  h->cbs = *cbs;
+  h->ud = ud;
+  h->queue_tail = &h->queue;
+  h->content_length = -1;
+  frame_demux_init(&h->demux);
+  buf_init(&h->head, MAX_HEAD_BYTES);
+  buf_init(&h->error_body, MAX_ERROR_BODY);
+  /* Until the version is known, `request` holds the escaped exec id. */
+  h->request = url_escape(exec_id);
+  if (h->request == NULL) {
+    h_free(h);
+    err_oom(err);
+    return NULL;
+  }
+  h->waiter.fn = on_engine_ready;
+  h->state = H_WAIT_ENGINE;
+  int rc = engine_when_ready(eng, &h->waiter, err);
+  if (rc < 0) {
+    h_free(h);
+    return NULL;
+  }
+  if (rc == 1 && connect_now(h, err) != 0) {
+    hijack_close(h);
+    return NULL;
+  }
+  return h;
+}
