@@ -4,7 +4,7 @@
 // handle's own (so stop/destroy can cancel everything in flight), and the list of
 // operations still running.
 import { native, runNative } from "./native.js";
-import { invalidState } from "./util.js";
+import { assertNonEmptyString, assertNonNegativeSafeInteger, assertOptionsObject, invalidState } from "./util.js";
 import { DockerSandboxError, decodeUtf8 } from "./errors.js";
 
 const STREAM_HIGH_WATER = 256 * 1024;
@@ -18,6 +18,7 @@ export class SandboxRuntime {
   #state;
   #activeControllers = new Set();
   #activeOperations = new Set();
+  #processDisposed = false;
 
   constructor(info, state) {
     this.#info = info;
@@ -39,6 +40,11 @@ export class SandboxRuntime {
       writeFile: (options) => this.writeFile(options),
       writeTextFile: (options) => this.writeTextFile(options),
       listFiles: (options) => this.listFiles(options),
+      startProcess: (options) => this.startProcess(options),
+      listProcesses: (options) => this.listProcesses(options),
+      readProcessLogs: (options) => this.readProcessLogs(options),
+      stopProcess: (options) => this.stopProcess(options),
+      waitForPort: (options) => this.waitForPort(options),
     };
   }
 
@@ -151,7 +157,42 @@ export class SandboxRuntime {
     await Promise.allSettled([...this.#activeOperations]);
   }
 
-  async disposeProcesses() {}
+  // Ends every managed process (stop and destroy call this first, as the original did).
+  async disposeProcesses(abortSignal) {
+    if (this.#processDisposed) return;
+    abortSignal?.throwIfAborted();
+    await runNative(native.prepareDisposeProcesses(this.#sandbox), abortSignal);
+    this.#processDisposed = true;
+  }
+
+  async startProcess(options) {
+    const token = native.prepareStartProcess(this.#sandbox, options);
+    return this.run(options.abortSignal, token);
+  }
+
+  async listProcesses(options = {}) {
+    assertOptionsObject(options);
+    return this.runOperation(options.abortSignal, async () => native.listProcesses(this.#sandbox));
+  }
+
+  async readProcessLogs(options) {
+    assertOptionsObject(options);
+    assertNonEmptyString(options.processId, "processId");
+    if (options.tailBytes !== undefined) assertNonNegativeSafeInteger(options.tailBytes, "tailBytes");
+    return this.runOperation(options.abortSignal, async () =>
+      native.processLogs(this.#sandbox, options.processId, options.tailBytes),
+    );
+  }
+
+  async stopProcess(options) {
+    const token = native.prepareStopProcess(this.#sandbox, options);
+    return this.run(options.abortSignal, token);
+  }
+
+  async waitForPort(options) {
+    const token = native.prepareWaitForPort(this.#sandbox, options);
+    return this.run(options.abortSignal, token);
+  }
 
   // runOperation of the original: state check, then abort check, then the work, which
   // sees a signal that fires on the caller's abort or on stop/destroy.

@@ -8,3 +8,15 @@ export function invalidState(id, state) {
 export function isRecord(value) {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
+
+export function assertOptionsObject(value) {
+  if (!isRecord(value)) throw new TypeError("options must be an object.");
+}
+
+export function assertNonEmptyString(value, name) {
+  if (typeof value !== "string" || value.length === 0) throw new TypeError(`${name} must be a non-empty string.`);
+}
+
+export function assertNonNegativeSafeInteger(value, name) {
+  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a non-negative safe integer.`);
+}

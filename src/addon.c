@@ -11,6 +11,7 @@
 #include "api.h"
 #include "napi_util.h"
 #include "op.h"
+#include "procmgr.h"
 #include "trace.h"
 
 int js_enter(addon_t *a, js_scope_t *s) {
@@ -125,6 +126,8 @@ static napi_value init(napi_env env, napi_value exports) {
   exec_register(env, exports);
   files_register(env, exports);
   listing_register(env, exports);
+  procmgr_register(env, exports);
+  ports_register(env, exports);
   exports_text_register(env, exports);
   exports_codec_register(env, exports);
   return exports;

@@ -31,5 +31,6 @@ void sandbox_register(napi_env env, napi_value exports);
 void exec_register(napi_env env, napi_value exports);
 void files_register(napi_env env, napi_value exports);
 void listing_register(napi_env env, napi_value exports);
+void ports_register(napi_env env, napi_value exports);
 
 #endif

@@ -11,6 +11,7 @@
 #include "api.h"
 #include "napi_util.h"
 #include "op.h"
+#include "procmgr.h"
 
 sandbox_t *sandbox_new(addon_t *a, engine_t *eng) {
   sandbox_t *s = calloc(1, sizeof(*s));
@@ -26,6 +27,7 @@ void sandbox_ref(sandbox_t *s) { s->refs++; }
 
 void sandbox_unref(sandbox_t *s) {
   if (s == NULL || --s->refs > 0) return;
+  procmgr_free(s->procs);
   engine_unref(s->eng);
   free(s->id);
   free(s->container_name);

@@ -1,0 +1,187 @@
+/*
+ * ports.c - waitForPort: resolves with the published port once something listens on the
+ * container port, by the original's /proc/net/tcp and tcp6 probe (LISTEN state on the
+ * wildcard address). The probe loops inside the container at the caller's interval, so a
+ * wait costs one exec however long it lasts; the caller's timeout bounds that exec.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "exec.h"
+#include "napi_util.h"
+#include "op.h"
+#include "opts.h"
+
+/* The original's probe, run in a loop: exit 0 as soon as the port listens. */
+static const char PROBE_LOOP[] =
+    "port=\"$(printf '%04X' \"$1\")\"\n"
+    "probe() {\n"
+    "for table in /proc/net/tcp /proc/net/tcp6; do\n"
+    "  [ -r \"$table\" ] || continue\n"
+    "  while read -r _ local _ state _; do\n"
+    "    case \"$local\" in\n"
+    "      \"00000000:$port\"|\"00000000000000000000000000000000:$port\")\n"
+    "        [ \"$state\" = \"0A\" ] && return 0\n"
+    "        ;;\n"
+    "    esac\n"
+    "  done < \"$table\"\n"
+    "done\n"
+    "return 1\n"
+    "}\n"
+    "while :; do\n"
+    "  probe && exit 0\n"
+    "  sleep \"$2\" || exit 1\n"
+    "done";
+
+#define DEFAULT_WAIT_TIMEOUT_MS 30000
+#define DEFAULT_WAIT_INTERVAL_MS 100
+
+typedef struct port_op {
+  op_t op;
+  sandbox_t *sb;
+  int container_port;
+  int host_port;
+  int64_t timeout_ms;
+  int64_t interval_ms;
+  exec_task_t *task;
+} port_op_t;
+
+static void on_probe_done(void *ud, exec_result_t *r, err_t *err) {
+  port_op_t *op = ud;
+  op->task = NULL;
+  err_t e;
+  err_init(&e);
+  if (err != NULL) {
+    op_reject(&op->op, err);
+  } else if (!r->timed_out && r->exit_code == 0) {
+    op_resolve(&op->op);
+  } else if (r->timed_out) {
+    err_sandbox(&e, CODE_TIMEOUT, "Waiting for sandbox port timed out: %d", op->container_port);
+    op_reject(&op->op, &e);
+  } else {
+    err_sandbox(&e, CODE_DOCKER_COMMAND_FAILED, "Unable to probe sandbox port: %d", op->container_port);
+    e.exec_details = r;
+    r = NULL;
+    op_reject(&op->op, &e);
+  }
+  exec_result_free(r);
+  err_clear(&e);
+  op_release(&op->op);
+}
+
+static void port_start(op_t *o) {
+  port_op_t *op = (port_op_t *)o;
+  exec_spec_t spec;
+  memset(&spec, 0, sizeof(spec));
+  char port[16], interval[32];
+  snprintf(port, sizeof(port), "%d", op->container_port);
+  snprintf(interval, sizeof(interval), "%lld.%03lld", (long long)(op->interval_ms / 1000), (long long)(op->interval_ms % 1000));
+  const char *argv[] = {"sh", "-c", PROBE_LOOP, "anvia-port-probe", port, interval};
+  err_t err;
+  err_init(&err);
+  spec.workdir = strdup(op->sb->workdir);
+  spec.timeout_ms = op->timeout_ms;
+  spec.max_output = 4096;
+  spec.kill_tree = 1;
+  if (spec.workdir == NULL || exec_spec_set_argv(&spec, argv, 6) != 0) {
+    exec_spec_free(&spec);
+    err_oom(&err);
+    goto fail;
+  }
+  exec_callbacks_t cbs = {NULL, on_probe_done};
+  op->task = exec_task_start(op->sb, &spec, &cbs, op, &err);
+  if (op->task != NULL) return;
+fail:
+  op_reject(o, &err);
+  op_release(o);
+}
+
+static void port_cancel(op_t *o) {
+  port_op_t *op = (port_op_t *)o;
+  exec_task_cancel(op->task);
+  op->task = NULL;
+  op_reject_cancelled(o);
+  op_release(o);
+}
+
+static napi_value port_result(op_t *o) {
+  port_op_t *op = (port_op_t *)o;
+  napi_env env = o->addon->env;
+  napi_value p;
+  napi_create_object(env, &p);
+  napi_set_named_property(env, p, "containerPort", nu_number(env, op->container_port));
+  napi_set_named_property(env, p, "host", nu_string(env, "127.0.0.1"));
+  napi_set_named_property(env, p, "hostPort", nu_number(env, op->host_port));
+  napi_set_named_property(env, p, "protocol", nu_string(env, "tcp"));
+  return p;
+}
+
+static void port_destroy(op_t *o) {
+  port_op_t *op = (port_op_t *)o;
+  exec_task_cancel(op->task);
+  sandbox_unref(op->sb);
+}
+
+static const op_vtable_t port_vt = {"waitForPort", port_start, port_cancel, port_result, port_destroy, NULL};
+
+/* native.prepareWaitForPort(sandbox, options): the original's checks, in order. */
+static napi_value js_prepare_wait(napi_env env, napi_callback_info info) {
+  addon_t *a = addon_get(env);
+  size_t argc = 2;
+  napi_value argv[2];
+  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  sandbox_t *sb = sandbox_from_js(env, argv[0]);
+  if (sb == NULL) return NULL;
+  napi_value options = argc > 1 ? argv[1] : nu_undefined(env);
+  err_t err;
+  err_init(&err);
+  if (!nu_is_record(env, options)) {
+    err_type(&err, "options must be an object.");
+    return nu_throw_err(a, &err);
+  }
+  napi_value cp = nu_get(env, options, "containerPort");
+  double port = 0;
+  if (!nu_integer(env, cp, &port) || port < 1 || port > 65535) {
+    char *shown = nu_to_display(env, cp);
+    err_sandbox(&err, CODE_PORT, "Sandbox port must be an integer from 1 to 65535: %s", shown ? shown : "");
+    free(shown);
+    return nu_throw_err(a, &err);
+  }
+  int host_port = 0;
+  for (size_t i = 0; i < sb->nports; i++)
+    if (sb->ports[i].container_port == (int)port) host_port = sb->ports[i].host_port;
+  if (host_port == 0) {
+    err_sandbox(&err, CODE_PORT, "Sandbox port is not published: %d/tcp", (int)port);
+    return nu_throw_err(a, &err);
+  }
+  int64_t timeout = DEFAULT_WAIT_TIMEOUT_MS, interval = DEFAULT_WAIT_INTERVAL_MS;
+  napi_value t = nu_get(env, options, "timeoutMs"), iv = nu_get(env, options, "intervalMs");
+  /* options.x ?? default, then the positive checks */
+  if (!nu_is_undefined(env, t) && nu_typeof(env, t) != napi_null &&
+      check_positive_safe_integer(env, t, "timeoutMs", &timeout, &err))
+    return nu_throw_err(a, &err);
+  if (!nu_is_undefined(env, iv) && nu_typeof(env, iv) != napi_null &&
+      check_positive_safe_integer(env, iv, "intervalMs", &interval, &err))
+    return nu_throw_err(a, &err);
+  port_op_t *op = (port_op_t *)op_alloc(a, &port_vt, sizeof(port_op_t));
+  if (op == NULL) {
+    err_oom(&err);
+    return nu_throw_err(a, &err);
+  }
+  op->sb = sb;
+  sandbox_ref(sb);
+  op->container_port = (int)port;
+  op->host_port = host_port;
+  op->timeout_ms = timeout;
+  op->interval_ms = interval;
+  return op_token(&op->op);
+}
+
+void ports_register(napi_env env, napi_value exports) {
+  napi_property_descriptor fns[] = {
+      {"prepareWaitForPort", NULL, js_prepare_wait, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
+}
