@@ -1,0 +1,99 @@
+// The benchmark cannot rot: one run of every operation, three ways, with tiny sizes,
+// against the real engine. It asserts that the run completes and writes a well-formed
+// result, never a time.
+import test from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { labelledLeftovers } from "../helpers/docker.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+const OPERATIONS = [
+  "createSandbox",
+  "destroy",
+  "execTrue",
+  "execStdout",
+  "execStdin",
+  "writeTextFileSmall",
+  "writeTextFileLarge",
+  "readFileSmall",
+  "readFileLarge",
+  "listFiles",
+  "startProcess",
+  "stopProcess",
+  "waitForPort",
+];
+const IMPLS = ["package", "cli", "dockerode"];
+
+test("npm run bench, smoke-sized: completes and writes a well-formed JSON result", { timeout: 600_000 }, async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "anvia-bench-smoke-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const out = path.join(dir, "result.json");
+
+  const child = spawn(process.execPath, ["--expose-gc", "bench/run.mjs", "--smoke", "--out", out], {
+    cwd: root,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (c) => (stdout += c));
+  child.stderr.on("data", (c) => (stderr += c));
+  const code = await new Promise((resolve) => child.on("close", resolve));
+  assert.equal(code, 0, `bench exited with ${code}\n--- stdout\n${stdout}\n--- stderr\n${stderr}`);
+
+  // The terminal table.
+  assert.match(stdout, /operation\s+runs\s+this package\s+docker CLI\s+dockerode/);
+  assert.match(stdout, /targets \(reported, not asserted\)/);
+
+  const result = JSON.parse(await readFile(out, "utf8"));
+  assert.equal(result.schema, 1);
+  assert.ok(!Number.isNaN(Date.parse(result.date)));
+  for (const field of ["cpuModel", "kernel", "dockerServerVersion", "nodeVersion"]) {
+    assert.equal(typeof result.machine[field], "string", `machine.${field}`);
+  }
+  assert.ok(Number.isInteger(result.machine.cores) && result.machine.cores > 0);
+  assert.deepEqual(result.errors, []);
+
+  assert.deepEqual(Object.keys(result.operations).sort(), [...OPERATIONS].sort());
+  for (const key of OPERATIONS) {
+    const op = result.operations[key];
+    assert.equal(typeof op.label, "string", key);
+    assert.equal(op.runs, 1, key);
+    for (const impl of IMPLS) {
+      assert.equal(op[impl].n, 1, `${key}.${impl}.n`);
+      for (const stat of ["median", "p95", "min", "max"]) {
+        assert.ok(Number.isFinite(op[impl][stat]) && op[impl][stat] > 0, `${key}.${impl}.${stat}`);
+      }
+      assert.equal(op.samplesMs[impl].length, 1, `${key}.samplesMs.${impl}`);
+    }
+    for (const ratio of ["cliOverPackage", "dockerodeOverPackage"]) {
+      assert.ok(Number.isFinite(op.ratios[ratio].median) && op.ratios[ratio].median > 0, `${key}.ratios.${ratio}`);
+    }
+  }
+
+  const { execStream, eventLoopDelay, leak } = result.extras;
+  for (const impl of IMPLS) {
+    assert.ok(execStream[impl].median > 0, `execStream.${impl}`);
+    assert.ok(Number.isFinite(eventLoopDelay[impl].p99Ms), `eventLoopDelay.${impl}.p99Ms`);
+    assert.ok(Number.isFinite(eventLoopDelay[impl].maxMs), `eventLoopDelay.${impl}.maxMs`);
+  }
+  assert.ok(leak.execs > 0 && Number.isInteger(leak.before.openFds) && Number.isInteger(leak.after.openFds));
+  assert.ok(leak.before.rssBytes > 0 && leak.after.rssBytes > 0);
+
+  assert.deepEqual(
+    result.targets.map((x) => typeof x.pass),
+    result.targets.map(() => "boolean"),
+  );
+  assert.equal(result.targets.length, 7);
+
+  // Every sandbox the three paths created is gone.
+  const left = await labelledLeftovers();
+  const ours = (name) => /anvia-sandbox-bench-/.test(name);
+  assert.deepEqual(left.containers.filter(ours), []);
+  assert.deepEqual(left.volumes.filter(ours), []);
+});
