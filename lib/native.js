@@ -1,6 +1,6 @@
 // Loads the native addon and hands it the error class it builds its errors with.
-// Which binary: ANVIA_SANDBOX_ADDON (a path) when set, else the local release build,
-// else the debug build.
+// Which binary: ANVIA_SANDBOX_ADDON (a path) when set; ANVIA_SANDBOX_BUILD=debug or asan
+// picks that local build; otherwise the release build, then the debug build.
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
@@ -9,12 +9,20 @@ import { DockerSandboxError } from "./errors.js";
 const require = createRequire(import.meta.url);
 const root = fileURLToPath(new URL("..", import.meta.url));
 
+const builds = {
+  release: `${root}build/Release/anvia_sandbox.node`,
+  debug: `${root}build-debug/build/Debug/anvia_sandbox.node`,
+  asan: `${root}build-asan/build/Debug/anvia_sandbox.node`,
+};
+
 function candidates() {
-  const list = [];
-  if (process.env.ANVIA_SANDBOX_ADDON) list.push(process.env.ANVIA_SANDBOX_ADDON);
-  const order = process.env.ANVIA_SANDBOX_BUILD === "debug" ? ["Debug", "Release"] : ["Release", "Debug"];
-  for (const dir of order) list.push(`${root}build/${dir}/anvia_sandbox.node`);
-  return list;
+  if (process.env.ANVIA_SANDBOX_ADDON) return [process.env.ANVIA_SANDBOX_ADDON];
+  const wanted = process.env.ANVIA_SANDBOX_BUILD;
+  if (wanted !== undefined && wanted !== "") {
+    if (!(wanted in builds)) throw new Error(`@anvia/sandbox: ANVIA_SANDBOX_BUILD must be release, debug or asan (got ${wanted}).`);
+    return [builds[wanted]];
+  }
+  return [builds.release, builds.debug];
 }
 
 function load() {

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Builds the native addon from source with node-gyp, offline: the Node headers come from
-# the system (/usr/include/node), nothing is downloaded.
-#   scripts/build.sh            release build  -> build/Release/anvia_sandbox.node
-#   scripts/build.sh --debug    debug build with -Wall -Wextra -Werror
-#   scripts/build.sh --asan     AddressSanitizer + UBSan build (debug)
+# the system (/usr/include/node), nothing is downloaded. Each mode has its own build
+# directory, so building one never wipes another:
+#   scripts/build.sh            release   -> build/Release/anvia_sandbox.node
+#   scripts/build.sh --debug    -Wall -Wextra -Werror, -O0 -g
+#                                         -> build-debug/build/Debug/anvia_sandbox.node
+#   scripts/build.sh --asan     debug + AddressSanitizer + UBSan
+#                                         -> build-asan/build/Debug/anvia_sandbox.node
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,7 +40,16 @@ if [ -z "$nodedir" ]; then
 fi
 
 gyp="$(find_node_gyp)"
-args=(rebuild "--nodedir=$nodedir")
+# The debug and asan builds run in a shadow package directory (links to binding.gyp and
+# src/), because node-gyp always builds in <package>/build.
+pkg="."
+if [ "$mode" != release ]; then
+  pkg="build-$mode"
+  mkdir -p "$pkg"
+  ln -sfn ../binding.gyp "$pkg/binding.gyp"
+  ln -sfn ../src "$pkg/src"
+fi
+args=(rebuild "--nodedir=$nodedir" "--directory=$pkg")
 export ANVIA_SANITIZE=0
 case "$mode" in
   debug) args+=(--debug) ;;
@@ -46,10 +58,10 @@ esac
 # Incremental when the mode and the list of sources are unchanged: make recompiles only
 # what changed. A new or removed source file needs gyp to run again (rebuild).
 stamp="$mode $(ls -1 src/*.c | sha256sum | cut -c1-16)"
-if [ -f build/config.gypi ] && [ -f build/.anvia-stamp ] && [ "$(cat build/.anvia-stamp)" = "$stamp" ]; then
+if [ -f "$pkg/build/config.gypi" ] && [ -f "$pkg/build/.anvia-stamp" ] && [ "$(cat "$pkg/build/.anvia-stamp")" = "$stamp" ]; then
   args[0]=build
 fi
 log="$(mktemp)"
 node "$gyp" "${args[@]}" >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; exit 1; }
 rm -f "$log"
-echo "$stamp" > build/.anvia-stamp
+echo "$stamp" > "$pkg/build/.anvia-stamp"

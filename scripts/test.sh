@@ -6,7 +6,9 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 bash scripts/setup.sh
 trap 'bash scripts/teardown.sh' EXIT
-export ANVIA_SANDBOX_BUILD=debug
+# Stage 1: every suite against the release build, the binary that ships.
 mapfile -t files < <(find test -name '*.test.js' | sort)
-node --test --test-concurrency=2 "${files[@]}"
+ANVIA_SANDBOX_BUILD=release node --test --test-concurrency=2 "${files[@]}"
 node scripts/check-leftovers.mjs
+# Stage 2: every suite again against an AddressSanitizer + UBSan build.
+ANVIA_SETUP_DONE=1 bash scripts/test-asan.sh

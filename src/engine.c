@@ -32,6 +32,7 @@ struct engine {
 };
 
 static int engine_start_ping(engine_t *e, err_t *err);
+static int is_connect_failure(CURLcode c);
 
 engine_t *engine_new(curl_loop_t *curl, uv_loop_t *uv, const char *explicit_host) {
   engine_t *e = calloc(1, sizeof(*e));
@@ -103,6 +104,13 @@ void engine_cancel_wait(engine_t *e, engine_waiter_t *w) {
   }
   w->queued = 0;
   w->next = NULL;
+  /* Nobody waits any more: drop a ping still in flight, so a ping that never answers
+   * cannot hold back the next request (it will ping again). */
+  if (e->waiters == NULL && e->state == ENG_PINGING && e->ping != NULL) {
+    http_req_free(e->ping);
+    e->ping = NULL;
+    e->state = ENG_UNKNOWN;
+  }
 }
 
 static void wake_waiters(engine_t *e, const err_t *err) {
@@ -175,6 +183,8 @@ static int engine_start_ping(engine_t *e, err_t *err) {
   if (req == NULL) return err_oom(err);
   req->versioned = 0;
   http_req_set_limit(req, 4096);
+  /* An engine that does not answer its ping within this is not available. */
+  curl_easy_setopt(req->job.easy, CURLOPT_TIMEOUT_MS, 30000L);
   if (http_req_start(req, on_ping_done, e, err) != 0) {
     http_req_free(req);
     return -1;
@@ -316,6 +326,11 @@ static void on_job_done(curl_job_t *job, CURLcode result) {
   r->curl_result = result;
   curl_easy_getinfo(r->job.easy, CURLINFO_RESPONSE_CODE, &r->status);
   r->state = HTTP_DONE;
+  /* The engine went away (restart, socket gone): ping again before the next request, in
+   * case what answers next speaks another API version. */
+  if (result != CURLE_OK && r->versioned && (is_connect_failure(result) || result == CURLE_GOT_NOTHING ||
+                                             result == CURLE_RECV_ERROR || result == CURLE_SEND_ERROR))
+    engine_reset(r->eng);
   if (trace_enabled()) {
     double total = 0;
     curl_easy_getinfo(r->job.easy, CURLINFO_TOTAL_TIME, &total);
@@ -332,6 +347,7 @@ static void fail_before_start(http_req_t *r, const err_t *err) {
     err_t copy;
     err_init(&copy);
     err_set(&copy, err->kind, err->code, "%s", err->message ? err->message : "");
+    if (err->details) err_set_details(&copy, json_deep_copy(err->details));
     err_move(&r->pre_err, &copy);
   } else {
     err_oom(&r->pre_err);
@@ -494,6 +510,7 @@ static int is_connect_failure(CURLcode c) {
 int http_req_error(const http_req_t *r, err_t *err) {
   if (err_is_set(&r->pre_err)) {
     err_set(err, r->pre_err.kind, r->pre_err.code, "%s", r->pre_err.message);
+    if (r->pre_err.details) err_set_details(err, json_deep_copy(r->pre_err.details));
     return -1;
   }
   engine_t *e = r->eng;

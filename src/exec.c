@@ -138,7 +138,22 @@ static void complete(exec_task_t *t, err_t *err) {
   cbs.on_done(ud, result, err);
 }
 
-static void fail(exec_task_t *t, err_t *err) { complete(t, err); }
+static void start_killer(exec_task_t *t);
+
+/* Reports the error now; when the command may still be running, ends its tree afterwards. */
+static void fail(exec_task_t *t, err_t *err) {
+  if (!t->spec.kill_tree || t->state < T_STREAM || t->cancelled) {
+    complete(t, err);
+    return;
+  }
+  t->cancelled = 1; /* nobody waits for the killer: the task frees itself when it is done */
+  exec_callbacks_t cbs = t->cbs;
+  void *ud = t->ud;
+  sbx_timer_cancel(t->timeout);
+  t->timeout = NULL;
+  start_killer(t);
+  cbs.on_done(ud, NULL, err);
+}
 
 /* ---- ending the process tree ---- */
 
@@ -273,19 +288,11 @@ static void on_stream_end(void *ud, err_t *err) {
   t->hj = NULL;
   hijack_close(hj);
   if (err != NULL) {
+    /* The connection broke under a command that may still run: fail() ends it. */
     err_t copy;
     err_init(&copy);
     err_move(&copy, err);
-    if (t->spec.kill_tree) {
-      /* The connection broke under a command that may still run: end it. */
-      t->cancelled = 1;
-      exec_callbacks_t cbs = t->cbs;
-      void *cb_ud = t->ud;
-      start_killer(t);
-      cbs.on_done(cb_ud, NULL, &copy);
-    } else {
-      fail(t, &copy);
-    }
+    fail(t, &copy);
     err_clear(&copy);
     return;
   }

@@ -55,12 +55,6 @@ static char *base_name(const char *rel) {
   return strndup(rel + start, n - start);
 }
 
-static char *strip_slashes(const char *rel) {
-  size_t n = strlen(rel);
-  while (n > 1 && rel[n - 1] == '/') n--;
-  return strndup(rel, n);
-}
-
 /* ================= write ================= */
 
 typedef struct write_op {
@@ -271,6 +265,12 @@ static napi_value js_prepare_write(napi_env env, napi_callback_info info) {
   }
   char *path = normalize_path_value(env, nu_get(env, options, "path"), 0, &err);
   if (path == NULL) return nu_throw_err(a, &err);
+  if (path[strlen(path) - 1] == '/') {
+    /* "name/" is a directory: no file is written there (the original's copy failed too). */
+    err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Sandbox path names a directory, not a file: %s", path);
+    free(path);
+    return nu_throw_err(a, &err);
+  }
   if ((uint64_t)len > (uint64_t)sb->runtime.max_file_bytes) {
     err_sandbox(&err, CODE_FILE_TOO_LARGE, "Sandbox file exceeds maxFileBytes (%zu > %lld): %s", len,
                 (long long)sb->runtime.max_file_bytes, path);
@@ -285,8 +285,7 @@ static napi_value js_prepare_write(napi_env env, napi_callback_info info) {
   }
   op->sb = sb;
   sandbox_ref(sb);
-  op->path = strip_slashes(path);
-  free(path);
+  op->path = path;
   op->data = malloc(len + 1);
   op->len = len;
   if (op->path == NULL || op->data == NULL) {
@@ -482,9 +481,8 @@ static napi_value js_prepare_read(napi_env env, napi_callback_info info) {
   }
   op->sb = sb;
   sandbox_ref(sb);
-  op->path = strip_slashes(path);
-  free(path);
-  op->name = op->path ? base_name(op->path) : NULL;
+  op->path = path; /* a trailing slash stays: the engine then requires a directory */
+  op->name = base_name(op->path);
   op->max = (uint64_t)sb->runtime.max_file_bytes;
   buf_init(&op->archive, (size_t)(op->max > SIZE_MAX - ARCHIVE_OVERHEAD ? SIZE_MAX - 1 : op->max + ARCHIVE_OVERHEAD));
   err_init(&op->early);

@@ -50,6 +50,7 @@ struct hijack {
   int reading;
   long status;
   long content_length;
+  int chunked;
   buf_t head;
   buf_t error_body;
   frame_demux_t demux;
@@ -210,6 +211,22 @@ static void start_stream(hijack_t *h, const uint8_t *rest, size_t rest_len) {
   if (rest_len > 0) feed_stream(h, rest, rest_len);
 }
 
+/* The value of a header in the head (up to the end of its line), or NULL. */
+static const char *header_value(const char *head, const char *name, size_t *len) {
+  size_t n = strlen(name);
+  for (const char *p = strstr(head, "\r\n"); p != NULL; p = strstr(p + 2, "\r\n")) {
+    const char *line = p + 2;
+    if (strncasecmp(line, name, n) == 0 && line[n] == ':') {
+      const char *v = line + n + 1;
+      while (*v == ' ' || *v == '\t') v++;
+      const char *e = strstr(v, "\r\n");
+      *len = e ? (size_t)(e - v) : strlen(v);
+      return v;
+    }
+  }
+  return NULL;
+}
+
 static long header_value_long(const char *head, const char *name) {
   size_t n = strlen(name);
   for (const char *p = strstr(head, "\r\n"); p != NULL; p = strstr(p + 2, "\r\n")) {
@@ -219,8 +236,37 @@ static long header_value_long(const char *head, const char *name) {
   return -1;
 }
 
+/*
+ * Decodes a complete chunked body in place. Returns 1 when the last chunk was seen, 0 when
+ * more bytes are needed, -1 when the framing is broken.
+ */
+static int dechunk(const buf_t *in, buf_t *out) {
+  size_t i = 0;
+  buf_reset(out);
+  for (;;) {
+    size_t line_end = i;
+    while (line_end + 1 < in->len && !(in->data[line_end] == '\r' && in->data[line_end + 1] == '\n')) line_end++;
+    if (line_end + 1 >= in->len) return 0;
+    char *end = NULL;
+    unsigned long size = strtoul((const char *)in->data + i, &end, 16);
+    if (end == (const char *)in->data + i) return -1;
+    i = line_end + 2;
+    if (size == 0) return 1;
+    if (size > MAX_ERROR_BODY || in->len - i < size + 2) return size > MAX_ERROR_BODY ? -1 : 0;
+    if (buf_append(out, in->data + i, size) != 0) return -1;
+    i += size + 2;
+  }
+}
+
 static void engine_error(hijack_t *h) {
   char *msg = NULL;
+  if (h->chunked) {
+    buf_t body;
+    buf_init(&body, MAX_ERROR_BODY);
+    dechunk(&h->error_body, &body);
+    buf_free(&h->error_body);
+    h->error_body = body;
+  }
   json_t *j = json_loadb((const char *)(h->error_body.data ? h->error_body.data : (uint8_t *)""), h->error_body.len, 0, NULL);
   json_t *m = json_object_get(j, "message");
   if (json_is_string(m)) msg = strdup(json_string_value(m));
@@ -236,7 +282,25 @@ static void engine_error(hijack_t *h) {
   err_clear(&err);
 }
 
-static void parse_head(hijack_t *h) {
+/* The error body is complete when its length is reached, or its last chunk has come. */
+static int error_body_complete(hijack_t *h) {
+  if (h->error_body.len >= MAX_ERROR_BODY) return 1;
+  if (h->chunked) {
+    buf_t scratch;
+    buf_init(&scratch, MAX_ERROR_BODY);
+    int rc = dechunk(&h->error_body, &scratch);
+    buf_free(&scratch);
+    return rc != 0;
+  }
+  return h->content_length >= 0 && h->error_body.len >= (size_t)h->content_length;
+}
+
+/*
+ * Called with the head buffer holding everything read so far (bounded), plus `extra`:
+ * bytes of the same read that did not go into the head buffer. Once the blank line is
+ * found, whatever follows it belongs to the stream (or to the error body).
+ */
+static void parse_head(hijack_t *h, const uint8_t *extra, size_t extra_len) {
   char *head = (char *)h->head.data;
   char *end = strstr(head, "\r\n\r\n");
   if (end == NULL) {
@@ -253,27 +317,36 @@ static void parse_head(hijack_t *h) {
   }
   h->status = status;
   trace_event("exec start -> %ld", status);
-  const uint8_t *rest = h->head.data + head_len;
-  size_t rest_len = h->head.len - head_len;
-  if (status == 101 || status == 200) {
-    /* The stream starts right after the blank line: keep what we already read. */
-    buf_t tail;
-    buf_init(&tail, 0);
-    if (rest_len > 0 && buf_append(&tail, rest, rest_len) != 0) {
-      fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Out of memory%s.", "");
-      return;
-    }
+  /* Everything after the head: the rest of the head buffer, then the extra bytes. */
+  buf_t rest;
+  buf_init(&rest, 0);
+  if (buf_append(&rest, h->head.data + head_len, h->head.len - head_len) != 0 ||
+      buf_append(&rest, extra, extra_len) != 0) {
+    buf_free(&rest);
+    fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Out of memory%s.", "");
+    return;
+  }
+  size_t ctype_len = 0;
+  const char *ctype = header_value(head, "Content-Type", &ctype_len);
+  int json_reply = ctype != NULL && ctype_len >= 16 && strncasecmp(ctype, "application/json", 16) == 0;
+  size_t te_len = 0;
+  const char *te = header_value(head, "Transfer-Encoding", &te_len);
+  h->chunked = te != NULL && te_len >= 7 && strncasecmp(te, "chunked", 7) == 0;
+  if (status == 101 || (status == 200 && !json_reply)) {
+    /* 101, or 200 from older engines that still hijack: the stream starts here. */
     buf_free(&h->head);
-    start_stream(h, tail.data, tail.len);
-    buf_free(&tail);
+    start_stream(h, rest.data, rest.len);
+    buf_free(&rest);
     return;
   }
   h->content_length = header_value_long(head, "Content-Length");
   h->state = H_ERROR_BODY;
+  buf_free(&h->error_body);
   buf_init(&h->error_body, MAX_ERROR_BODY);
-  if (rest_len > 0) buf_append(&h->error_body, rest, rest_len);
+  buf_append(&h->error_body, rest.data, rest.len > MAX_ERROR_BODY ? MAX_ERROR_BODY : rest.len);
+  buf_free(&rest);
   buf_free(&h->head);
-  if (h->content_length >= 0 && h->error_body.len >= (size_t)h->content_length) engine_error(h);
+  if (error_body_complete(h)) engine_error(h);
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
@@ -302,23 +375,28 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   const uint8_t *data = (const uint8_t *)buf->base;
   size_t len = (size_t)nread;
   switch (h->state) {
-    case H_HEAD:
-      if (buf_append(&h->head, data, len) != 0) {
+    case H_HEAD: {
+      /* Only the head goes into the head buffer (bounded); output read along with it is
+       * handed over with it. */
+      size_t room = MAX_HEAD_BYTES - h->head.len;
+      size_t take = len < room ? len : room;
+      if (buf_append(&h->head, data, take) != 0) {
         fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine sent an oversized response head%s.", "");
         return;
       }
       buf_terminate(&h->head);
-      parse_head(h);
+      parse_head(h, data + take, len - take);
       break;
+    }
     case H_STREAM:
       feed_stream(h, data, len);
       break;
-    case H_ERROR_BODY:
-      buf_append(&h->error_body, data, len);
-      if ((h->content_length >= 0 && h->error_body.len >= (size_t)h->content_length) ||
-          h->error_body.len >= MAX_ERROR_BODY)
-        engine_error(h);
+    case H_ERROR_BODY: {
+      size_t room = MAX_ERROR_BODY - h->error_body.len;
+      buf_append(&h->error_body, data, len < room ? len : room);
+      if (error_body_complete(h)) engine_error(h);
       break;
+    }
     default:
       break;
   }
@@ -356,6 +434,7 @@ static void on_connected(uv_connect_t *req, int status) {
   hijack_t *h = req->data;
   if (h->closing) return;
   if (status < 0) {
+    engine_reset(h->eng);
     err_t err;
     err_init(&err);
     err_sandbox(&err, CODE_DOCKER_UNAVAILABLE, "Docker engine is not reachable at %s: %s", engine_display(h->eng), uv_strerror(status));
@@ -465,6 +544,7 @@ static void on_engine_ready(engine_waiter_t *w, const err_t *err) {
     err_t copy;
     err_init(&copy);
     err_set(&copy, err->kind, err->code, "%s", err->message);
+    if (err->details) err_set_details(&copy, json_deep_copy(err->details));
     finish(h, &copy);
     err_clear(&copy);
     return;

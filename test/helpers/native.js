@@ -1,19 +1,7 @@
-// Loads the native addon for the unit tests: the debug build when there is one, else the
-// release build, initialised with the package's DockerSandboxError class.
-import { existsSync } from "node:fs";
-import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
-
+// The native addon for the unit tests: the same binary and initialisation the package
+// uses (lib/native.js decides which build, see ANVIA_SANDBOX_BUILD).
+import { native } from "../../lib/native.js";
 import { DockerSandboxError } from "../../lib/errors.js";
 
-const require = createRequire(import.meta.url);
-const candidates = ["../../build/Debug/anvia_sandbox.node", "../../build/Release/anvia_sandbox.node"];
-const found = candidates.find((candidate) => existsSync(fileURLToPath(new URL(candidate, import.meta.url))));
-if (found === undefined) {
-  throw new Error("The native addon is not built: run `bash scripts/build.sh --debug` first.");
-}
-
-export const native = require(found);
-native.init(DockerSandboxError);
-export { DockerSandboxError };
+export { native, DockerSandboxError };
 export default native;
