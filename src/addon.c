@@ -10,6 +10,7 @@
 
 #include "api.h"
 #include "napi_util.h"
+#include "exec.h"
 #include "op.h"
 #include "procmgr.h"
 #include "trace.h"
@@ -41,19 +42,39 @@ addon_t *addon_get(napi_env env) {
   return a;
 }
 
-static void on_curl_closed(void *arg) {
-  addon_t *a = arg;
+/* The teardown is complete once libcurl's handles and every handle of ours are closed. */
+static void maybe_finish_teardown(addon_t *a) {
+  if (!a->closing || !a->curl_closed || a->live_handles > 0) return;
   napi_async_cleanup_hook_handle h = a->cleanup;
   free(a);
-  napi_remove_async_cleanup_hook(h);
+  if (h != NULL) napi_remove_async_cleanup_hook(h);
 }
 
-/* The environment is going away: stop every operation, close the loop's handles. */
+void addon_handle_opened(addon_t *a) { a->live_handles++; }
+
+void addon_handle_closed(addon_t *a) {
+  a->live_handles--;
+  maybe_finish_teardown(a);
+}
+
+static void on_curl_closed(void *arg) {
+  addon_t *a = arg;
+  a->curl_closed = 1;
+  maybe_finish_teardown(a);
+}
+
+/*
+ * The environment is going away (process exit or a worker ending): stop every operation
+ * without calling JavaScript, end every exec task (managed processes included), then close
+ * libcurl's handles. Finalizers of JavaScript objects may run after this and must only
+ * touch their own memory.
+ */
 static void on_env_cleanup(napi_async_cleanup_hook_handle handle, void *arg) {
   addon_t *a = arg;
   a->cleanup = handle;
-  op_teardown_all(a);
   a->closing = 1;
+  op_teardown_all(a);
+  exec_tasks_teardown(a);
   napi_delete_reference(a->env, a->error_ctor);
   napi_delete_reference(a->env, a->resource);
   napi_async_destroy(a->env, a->actx);

@@ -15,6 +15,7 @@
 #include "loop.h"
 
 struct op;
+struct exec_task;
 
 typedef struct addon {
   napi_env env;
@@ -23,7 +24,10 @@ typedef struct addon {
   napi_ref error_ctor;
   napi_ref resource;
   napi_async_context actx;
-  struct op *ops; /* live operations, newest first */
+  struct op *ops;           /* live operations, newest first */
+  struct exec_task *tasks;  /* live exec tasks, including ones no operation owns any more */
+  int live_handles;         /* uv handles and requests of ours not yet closed */
+  int curl_closed;
   int closing;
   napi_async_cleanup_hook_handle cleanup;
 } addon_t;
@@ -42,5 +46,10 @@ int js_enter(addon_t *a, js_scope_t *s);
 void js_leave(addon_t *a, js_scope_t *s);
 
 addon_t *addon_get(napi_env env);
+
+/* Every uv handle or request we open is counted, so the environment's teardown can wait
+ * until the last one is closed (Node aborts on a loop with open handles). */
+void addon_handle_opened(addon_t *a);
+void addon_handle_closed(addon_t *a);
 
 #endif

@@ -73,7 +73,7 @@ napi_value client_js_new(napi_env env, napi_callback_info info) {
     endpoint_free(&ep);
   }
   client_t *c = calloc(1, sizeof(*c));
-  if (c) c->eng = engine_new(a->curl, a->uv, host);
+  if (c) c->eng = engine_new(a, host);
   free(host);
   if (c == NULL || c->eng == NULL || path == NULL) {
     free(path);

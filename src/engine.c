@@ -20,6 +20,7 @@ enum { ENG_UNKNOWN = 0, ENG_PINGING, ENG_READY };
 
 struct engine {
   int refs;
+  addon_t *addon;
   curl_loop_t *curl;
   uv_loop_t *uv;
   char *explicit_host;
@@ -34,12 +35,13 @@ struct engine {
 static int engine_start_ping(engine_t *e, err_t *err);
 static int is_connect_failure(CURLcode c);
 
-engine_t *engine_new(curl_loop_t *curl, uv_loop_t *uv, const char *explicit_host) {
+engine_t *engine_new(addon_t *addon, const char *explicit_host) {
   engine_t *e = calloc(1, sizeof(*e));
   if (e == NULL) return NULL;
   e->refs = 1;
-  e->curl = curl;
-  e->uv = uv;
+  e->addon = addon;
+  e->curl = addon->curl;
+  e->uv = addon->uv;
   if (explicit_host != NULL) {
     e->explicit_host = strdup(explicit_host);
     if (e->explicit_host == NULL) {
@@ -64,6 +66,7 @@ void engine_unref(engine_t *e) {
 }
 
 curl_loop_t *engine_curl(engine_t *e) { return e->curl; }
+addon_t *engine_addon(engine_t *e) { return e->addon; }
 uv_loop_t *engine_uv(engine_t *e) { return e->uv; }
 const endpoint_t *engine_endpoint(engine_t *e) { return &e->ep; }
 const char *engine_api_version(engine_t *e) { return e->api_version; }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "addon.h"
 #include "buf.h"
 #include "endpoint.h"
 #include "err.h"
@@ -38,7 +39,8 @@ struct engine_waiter {
   int queued;
 };
 
-engine_t *engine_new(curl_loop_t *curl, uv_loop_t *uv, const char *explicit_host);
+engine_t *engine_new(addon_t *addon, const char *explicit_host);
+addon_t *engine_addon(engine_t *e);
 void engine_ref(engine_t *e);
 void engine_unref(engine_t *e);
 curl_loop_t *engine_curl(engine_t *e);

@@ -44,6 +44,8 @@ static const char KILL_SCRIPT[] =
 enum { T_CREATE = 1, T_STREAM, T_INSPECT, T_KILLING, T_DONE };
 
 struct exec_task {
+  exec_task_t *prev, *next; /* the addon's list of live tasks */
+  addon_t *addon;
   sandbox_t *sb;
   exec_spec_t spec;
   exec_callbacks_t cbs;
@@ -102,6 +104,10 @@ int exec_spec_set_argv(exec_spec_t *s, const char *const *argv, size_t argc) {
 }
 
 static void task_free(exec_task_t *t) {
+  addon_t *a = t->addon;
+  if (t->prev) t->prev->next = t->next;
+  else if (a->tasks == t) a->tasks = t->next;
+  if (t->next) t->next->prev = t->prev;
   http_req_free(t->req);
   hijack_close(t->hj);
   sbx_timer_cancel(t->timeout);
@@ -166,6 +172,10 @@ static void on_killer_done(void *ud, exec_result_t *result, err_t *err) {
 }
 
 static void start_killer(exec_task_t *t) {
+  if (t->addon->closing) {
+    complete(t, NULL); /* the environment is going away: no new work */
+    return;
+  }
   t->state = T_KILLING;
   exec_spec_t k;
   memset(&k, 0, sizeof(k));
@@ -247,7 +257,7 @@ static void on_inspected(http_req_t *req, void *ud) {
       err_clear(&err);
       return;
     }
-    t->retry = sbx_timer_start(engine_uv(t->sb->eng), t->inspect_tries < 10 ? 1 : 10, on_retry, t);
+    t->retry = sbx_timer_start(t->sb->addon, t->inspect_tries < 10 ? 1 : 10, on_retry, t);
     return;
   }
   t->result->exit_code = (int)json_integer_value(code);
@@ -337,13 +347,21 @@ static void on_created(http_req_t *req, void *ud) {
 }
 
 exec_task_t *exec_task_start(sandbox_t *sb, exec_spec_t *spec, const exec_callbacks_t *cbs, void *ud, err_t *err) {
+  if (sb->addon->closing) {
+    err_sandbox(err, CODE_INVALID_STATE, "The addon is shutting down.");
+    return NULL;
+  }
   exec_task_t *t = calloc(1, sizeof(*t));
   if (t == NULL) {
     err_oom(err);
     return NULL;
   }
+  t->addon = sb->addon;
   t->sb = sb;
   sandbox_ref(sb);
+  t->next = t->addon->tasks;
+  if (t->next) t->next->prev = t;
+  t->addon->tasks = t;
   t->spec = *spec;
   memset(spec, 0, sizeof(*spec));
   t->cbs = *cbs;
@@ -372,7 +390,7 @@ exec_task_t *exec_task_start(sandbox_t *sb, exec_spec_t *spec, const exec_callba
     return NULL;
   }
   if (t->spec.timeout_ms > 0) {
-    t->timeout = sbx_timer_start(engine_uv(sb->eng), (uint64_t)t->spec.timeout_ms, on_timeout, t);
+    t->timeout = sbx_timer_start(sb->addon, (uint64_t)t->spec.timeout_ms, on_timeout, t);
     if (t->timeout == NULL) {
       task_free(t);
       err_oom(err);
@@ -397,6 +415,22 @@ void exec_task_cancel(exec_task_t *t) {
   stop_stream(t);
   if (started && t->spec.kill_tree) start_killer(t);
   else task_free(t);
+}
+
+void exec_tasks_teardown(addon_t *a) {
+  while (a->tasks != NULL) {
+    exec_task_t *t = a->tasks;
+    if (t->cancelled) {
+      task_free(t);
+      continue;
+    }
+    err_t err;
+    err_init(&err);
+    err_sandbox(&err, CODE_INVALID_STATE, "The addon is shutting down.");
+    t->spec.kill_tree = 0; /* no second exec now */
+    complete(t, &err);
+    err_clear(&err);
+  }
 }
 
 void exec_task_pause(exec_task_t *t) {

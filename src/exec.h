@@ -57,6 +57,9 @@ typedef struct exec_callbacks {
 exec_task_t *exec_task_start(sandbox_t *sb, exec_spec_t *spec, const exec_callbacks_t *cbs, void *ud, err_t *err);
 /* Stops the task (no callback afterwards); the command is ended in the background. */
 void exec_task_cancel(exec_task_t *t);
+/* Environment teardown: ends every task of the addon; owners still waiting get an error,
+ * background work (kills of cancelled commands) is dropped. No JavaScript runs. */
+void exec_tasks_teardown(addon_t *a);
 void exec_task_pause(exec_task_t *t);
 void exec_task_resume(exec_task_t *t);
 /* Writes to a running command's stdin (attach_stdin without has_input). */

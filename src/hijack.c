@@ -26,6 +26,7 @@ enum { H_WAIT_ENGINE = 1, H_RESOLVING, H_CONNECTING, H_HEAD, H_STREAM, H_ERROR_B
 
 struct hijack {
   engine_t *eng;
+  addon_t *addon; /* for counting our libuv handles */
   engine_waiter_t waiter;
   union {
     uv_pipe_t pipe;
@@ -75,9 +76,11 @@ static void h_free(hijack_t *h) {
 
 static void on_handle_closed(uv_handle_t *handle) {
   hijack_t *h = handle->data;
+  addon_t *a = h->addon;
   h->handle_open = 0;
   /* A getaddrinfo still running keeps the struct alive until its callback. */
   if (!h->gai_pending) h_free(h);
+  addon_handle_closed(a);
 }
 
 void hijack_close(hijack_t *h) {
@@ -458,12 +461,15 @@ static void on_connected(uv_connect_t *req, int status) {
 
 static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
   hijack_t *h = req->data;
+  addon_t *a = h->addon;
   h->gai_pending = 0;
   if (h->closing) {
     if (res) uv_freeaddrinfo(res);
     if (!h->handle_open) h_free(h);
+    addon_handle_closed(a);
     return;
   }
+  addon_handle_closed(a);
   if (status < 0 || res == NULL) {
     if (res) uv_freeaddrinfo(res);
     err_t err;
@@ -481,6 +487,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
   }
   h->handle.tcp.data = h;
   h->handle_open = 1;
+  addon_handle_opened(h->addon);
   uv_tcp_nodelay(&h->handle.tcp, 1);
   h->state = H_CONNECTING;
   h->connect_req.data = h;
@@ -517,6 +524,7 @@ static int connect_now(hijack_t *h, err_t *err) {
       return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Cannot open a connection to the Docker engine.");
     h->handle.pipe.data = h;
     h->handle_open = 1;
+    addon_handle_opened(h->addon);
     h->state = H_CONNECTING;
     h->connect_req.data = h;
     uv_pipe_connect(&h->connect_req, &h->handle.pipe, ep->unix_path, on_connected);
@@ -531,8 +539,10 @@ static int connect_now(hijack_t *h, err_t *err) {
   h->state = H_RESOLVING;
   h->gai.data = h;
   h->gai_pending = 1;
+  addon_handle_opened(h->addon);
   if (uv_getaddrinfo(engine_uv(h->eng), &h->gai, on_resolved, ep->host, port, &hints) != 0) {
     h->gai_pending = 0;
+    addon_handle_closed(h->addon);
     return err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "Docker engine host cannot be resolved: %s", ep->host);
   }
   return 0;
@@ -563,6 +573,13 @@ hijack_t *hijack_start(engine_t *eng, const char *exec_id, const hijack_callback
   }
   h->eng = eng;
   engine_ref(eng);
+  h->addon = engine_addon(eng);
+  if (h->addon->closing) {
+    free(h);
+    engine_unref(eng);
+    err_sandbox(err, CODE_INVALID_STATE, "The addon is shutting down.");
+    return NULL;
+  }
   h->cbs = *cbs;
   h->ud = ud;
   h->queue_tail = &h->queue;

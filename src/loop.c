@@ -26,6 +26,7 @@ typedef struct sock_ctx {
 
 struct curl_loop {
   uv_loop_t *uv;
+  curl_job_t *jobs; /* active transfers */
   CURLM *multi;
   uv_timer_t timer;
   sock_ctx_t **by_fd; /* fd -> poll context, for the close-socket callback */
@@ -37,6 +38,13 @@ struct curl_loop {
 };
 
 static void check_multi_info(curl_loop_t *l);
+
+static void job_unlink(curl_loop_t *l, curl_job_t *job) {
+  if (job->prev) job->prev->next = job->next;
+  else if (l->jobs == job) l->jobs = job->next;
+  if (job->next) job->next->prev = job->prev;
+  job->prev = job->next = NULL;
+}
 
 static void on_handle_closed(uv_handle_t *h) {
   curl_loop_t *l = h->data;
@@ -170,6 +178,7 @@ static void check_multi_info(curl_loop_t *l) {
     curl_multi_remove_handle(l->multi, easy);
     if (job != NULL) {
       job->active = 0;
+      job_unlink(l, job);
       if (job->done) job->done(job, result);
     }
   }
@@ -204,17 +213,22 @@ int curl_loop_add(curl_loop_t *l, curl_job_t *job) {
   curl_easy_setopt(job->easy, CURLOPT_CLOSESOCKETDATA, l);
   if (curl_multi_add_handle(l->multi, job->easy) != CURLM_OK) return -1;
   job->active = 1;
+  job->prev = NULL;
+  job->next = l->jobs;
+  if (l->jobs) l->jobs->prev = job;
+  l->jobs = job;
   return 0;
 }
 
 void curl_loop_remove(curl_loop_t *l, curl_job_t *job) {
-  if (!job->active) return;
+  if (!job->active) return; /* never touches `l` then: it may be gone */
   job->active = 0;
+  job_unlink(l, job);
   curl_multi_remove_handle(l->multi, job->easy);
 }
 
 void curl_loop_unpause(curl_loop_t *l, curl_job_t *job) {
-  if (!job->active) return;
+  if (!job->active || l->closing) return;
   curl_easy_pause(job->easy, CURLPAUSE_CONT);
   /* curl_easy_pause may have finished work; let the loop look at it soon. */
   uv_timer_start(&l->timer, on_timeout, 0, 0);
@@ -222,6 +236,7 @@ void curl_loop_unpause(curl_loop_t *l, curl_job_t *job) {
 
 void curl_loop_close(curl_loop_t *l, void (*closed)(void *), void *arg) {
   l->closing = 1;
+  while (l->jobs) curl_loop_remove(l, l->jobs);
   l->closed = closed;
   l->closed_arg = arg;
   /* Calls on_socket(CURL_POLL_REMOVE) for every socket still watched. */

@@ -24,6 +24,7 @@ struct curl_job {
   CURL *easy;
   curl_job_done_fn done;
   int active; /* added to the multi handle and not finished */
+  curl_job_t *prev, *next; /* the loop's list of active jobs */
 };
 
 curl_loop_t *curl_loop_new(uv_loop_t *uv);
@@ -34,8 +35,9 @@ void curl_loop_remove(curl_loop_t *l, curl_job_t *job);
 /* Unpauses a paused transfer (CURL_WRITEFUNC_PAUSE) and lets libcurl act on it. */
 void curl_loop_unpause(curl_loop_t *l, curl_job_t *job);
 /*
- * Tears the loop down: every transfer must have been removed. The uv handles are closed
- * asynchronously; `closed` runs once the last one is gone and the struct is freed.
+ * Tears the loop down. Transfers still added are detached (marked inactive, so freeing
+ * them later never touches the loop). The uv handles are closed asynchronously; `closed`
+ * runs once the last one is gone and the struct is freed.
  */
 void curl_loop_close(curl_loop_t *l, void (*closed)(void *arg), void *arg);
 

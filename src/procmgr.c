@@ -438,7 +438,7 @@ static void wait_close(terminate_t *t, uint64_t ms, int after_group) {
   t->watch.fn = on_term_close_watch;
   rec_watch(t->rec, &t->watch);
   t->watching = 1;
-  t->timer = sbx_timer_start(engine_uv(t->sb->eng), ms, on_term_close_timeout, t);
+  t->timer = sbx_timer_start(t->sb->addon, ms, on_term_close_timeout, t);
 }
 
 static void on_stop_script(void *ud, int code, exec_result_t *result, err_t *err) {
@@ -485,12 +485,12 @@ static terminate_t *terminate_start(sandbox_t *sb, proc_rec_t *r, int64_t grace_
   if (!r->marker_seen) {
     /* Still starting (or never started): give it min(grace, 250 ms) to end. */
     if (r->status != P_RUNNING || r->closed) {
-      t->timer = sbx_timer_start(engine_uv(sb->eng), 0, on_term_close_timeout, t);
+      t->timer = sbx_timer_start(sb->addon, 0, on_term_close_timeout, t);
     } else {
       t->watch.fn = on_term_close_watch;
       rec_watch(r, &t->watch);
       t->watching = 1;
-      t->timer = sbx_timer_start(engine_uv(sb->eng), (uint64_t)(grace_ms < 250 ? grace_ms : 250), on_term_close_timeout, t);
+      t->timer = sbx_timer_start(sb->addon, (uint64_t)(grace_ms < 250 ? grace_ms : 250), on_term_close_timeout, t);
     }
     return t;
   }
@@ -697,7 +697,7 @@ static void start_launch(start_op_t *op) {
   op->watch.fn = on_start_watch;
   rec_watch(r, &op->watch);
   op->watching = 1;
-  op->timeout = sbx_timer_start(engine_uv(sb->eng), (uint64_t)sb->runtime.command_timeout_ms, on_start_timeout, op);
+  op->timeout = sbx_timer_start(sb->addon, (uint64_t)sb->runtime.command_timeout_ms, on_start_timeout, op);
   return;
 oom_rec:
   if (r) rec_unref(r);

@@ -7,11 +7,17 @@
 
 struct sbx_timer {
   uv_timer_t handle;
+  addon_t *addon;
   void (*cb)(void *);
   void *ud;
 };
 
-static void on_closed(uv_handle_t *h) { free(h->data); }
+static void on_closed(uv_handle_t *h) {
+  sbx_timer_t *t = h->data;
+  addon_t *a = t->addon;
+  free(t);
+  addon_handle_closed(a);
+}
 
 static void on_fire(uv_timer_t *h) {
   sbx_timer_t *t = h->data;
@@ -22,13 +28,16 @@ static void on_fire(uv_timer_t *h) {
   cb(ud);
 }
 
-sbx_timer_t *sbx_timer_start(uv_loop_t *loop, uint64_t ms, void (*cb)(void *), void *ud) {
+sbx_timer_t *sbx_timer_start(addon_t *a, uint64_t ms, void (*cb)(void *), void *ud) {
+  if (a->closing) return NULL;
   sbx_timer_t *t = calloc(1, sizeof(*t));
   if (t == NULL) return NULL;
-  if (uv_timer_init(loop, &t->handle) != 0) {
+  if (uv_timer_init(a->uv, &t->handle) != 0) {
     free(t);
     return NULL;
   }
+  t->addon = a;
+  addon_handle_opened(a);
   t->handle.data = t;
   t->cb = cb;
   t->ud = ud;

@@ -10,9 +10,11 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "addon.h"
+
 typedef struct sbx_timer sbx_timer_t;
 
-sbx_timer_t *sbx_timer_start(uv_loop_t *loop, uint64_t ms, void (*cb)(void *ud), void *ud);
+sbx_timer_t *sbx_timer_start(addon_t *a, uint64_t ms, void (*cb)(void *ud), void *ud);
 /* Stops and releases a timer whose callback has not run (once it runs, the timer is
  * already gone: forget the pointer in the callback). NULL is fine. */
 void sbx_timer_cancel(sbx_timer_t *t);
