@@ -49,7 +49,7 @@ if [ "$mode" != release ]; then
   ln -sfn ../binding.gyp "$pkg/binding.gyp"
   ln -sfn ../src "$pkg/src"
 fi
-args=(rebuild "--nodedir=$nodedir" "--directory=$pkg")
+args=(rebuild "--nodedir=$nodedir" "--directory=$pkg" "--jobs=max")
 export ANVIA_SANITIZE=0
 case "$mode" in
   debug) args+=(--debug) ;;
