@@ -1,0 +1,33 @@
+// The module's runtime exports are exactly the original's three, and behave as classes and
+// a function should for code written against the original.
+import test from "node:test";
+import assert from "node:assert/strict";
+import * as sandbox from "../../lib/index.js";
+
+test("the runtime exports are exactly DockerSandboxClient, DockerSandboxError, createDockerSandboxTools", () => {
+  assert.deepEqual(Object.keys(sandbox).sort(), ["DockerSandboxClient", "DockerSandboxError", "createDockerSandboxTools"]);
+  assert.equal(typeof sandbox.DockerSandboxClient, "function");
+  assert.equal(typeof sandbox.createDockerSandboxTools, "function");
+});
+
+test("DockerSandboxError has message, code, details, cause and name, and is an Error", () => {
+  const cause = new Error("root");
+  const error = new sandbox.DockerSandboxError("boom", "timeout", { n: 1 }, { cause });
+  assert.ok(error instanceof Error);
+  assert.ok(error instanceof sandbox.DockerSandboxError);
+  assert.equal(error.name, "DockerSandboxError");
+  assert.equal(error.message, "boom");
+  assert.equal(error.code, "timeout");
+  assert.deepEqual(error.details, { n: 1 });
+  assert.equal(error.cause, cause);
+  assert.match(error.stack, /DockerSandboxError: boom/);
+});
+
+test("errors raised by the native side are instances of the exported class", async () => {
+  const client = new sandbox.DockerSandboxClient({ host: "unix:///nonexistent/exports-test.sock" });
+  await assert.rejects(client.pullImage({ image: "x" }), (error) => {
+    assert.ok(error instanceof sandbox.DockerSandboxError);
+    assert.equal(error.code, "docker_unavailable");
+    return true;
+  });
+});
