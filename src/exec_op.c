@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "args.h"
 #include "exec.h"
 #include "napi_util.h"
 #include "op.h"
@@ -22,46 +23,18 @@ typedef struct exec_op {
   exec_result_t *result;
 } exec_op_t;
 
-/* cwd as the original reads it: normalizeSandboxPath(cwd, { allowRoot: true }). */
-static char *read_cwd(napi_env env, napi_value cwd, err_t *err) {
-  if (nu_typeof(env, cwd) != napi_string) {
-    err_type(err, "cwd must be a string.");
-    return NULL;
-  }
-  size_t len = 0;
-  napi_get_value_string_utf8(env, cwd, NULL, 0, &len);
-  char *raw = malloc(len + 1);
-  if (raw == NULL) {
-    err_oom(err);
-    return NULL;
-  }
-  napi_get_value_string_utf8(env, cwd, raw, len + 1, &len);
-  char *n = sandbox_path_normalize(raw, len, 1, err);
-  free(raw);
-  return n;
-}
-
 int exec_spec_from_js(napi_env env, napi_value options, sandbox_t *sb, exec_spec_t *spec, err_t *err) {
   memset(spec, 0, sizeof(*spec));
   char *cwd = NULL;
   kv_list_t envs = {0};
+  char **args = NULL;
+  size_t nargs = 0;
   if (!nu_is_record(env, options)) return err_type(err, "options must be an object.");
   napi_value command = nu_get(env, options, "command");
   if (check_nonempty_string(env, command, "command", err)) return -1;
-  napi_value args = nu_get(env, options, "args");
-  uint32_t nargs = 0;
-  if (!nu_is_undefined(env, args)) {
-    int ok = nu_is_array(env, args);
-    if (ok) napi_get_array_length(env, args, &nargs);
-    for (uint32_t i = 0; ok && i < nargs; i++) {
-      napi_value a;
-      napi_get_element(env, args, i, &a);
-      if (nu_typeof(env, a) != napi_string) ok = 0;
-    }
-    if (!ok) return err_type(err, "args must contain only strings.");
-  }
+  if (args_string_array(env, nu_get(env, options, "args"), &args, &nargs, err)) return -1;
   napi_value cwd_v = nu_get(env, options, "cwd");
-  if (!nu_is_undefined(env, cwd_v) && (cwd = read_cwd(env, cwd_v, err)) == NULL) return -1;
+  if (!nu_is_undefined(env, cwd_v) && (cwd = args_sandbox_path(env, cwd_v, "cwd", 1, err)) == NULL) goto fail;
   if (read_string_record(env, nu_get(env, options, "env"), "env", &envs, err)) goto fail;
   napi_value timeout = nu_get(env, options, "timeoutMs");
   int64_t timeout_ms = sb->runtime.command_timeout_ms;
@@ -78,14 +51,13 @@ int exec_spec_from_js(napi_env env, napi_value options, sandbox_t *sb, exec_spec
 
   spec->argv = calloc(nargs + 1, sizeof(char *));
   if (spec->argv == NULL) goto oom;
-  spec->argv[spec->argc++] = nu_strdup(env, command);
-  for (uint32_t i = 0; i < nargs; i++) {
-    napi_value a;
-    napi_get_element(env, args, i, &a);
-    spec->argv[spec->argc++] = nu_strdup(env, a);
+  spec->argv[0] = nu_strdup(env, command);
+  if (spec->argv[0] == NULL) goto oom;
+  spec->argc = 1;
+  for (size_t i = 0; i < nargs; i++) {
+    spec->argv[spec->argc++] = args[i]; /* moved */
+    args[i] = NULL;
   }
-  for (size_t i = 0; i < spec->argc; i++)
-    if (spec->argv[i] == NULL) goto oom;
   for (size_t i = 0; i < envs.count; i++)
     if (exec_spec_add_env(spec, envs.items[i].key, envs.items[i].value) != 0) goto oom;
   spec->workdir = sandbox_container_path(sb->workdir, cwd ? cwd : ".", err);
@@ -109,12 +81,14 @@ int exec_spec_from_js(napi_env env, napi_value options, sandbox_t *sb, exec_spec
   spec->kill_tree = 1;
   free(cwd);
   kv_list_free(&envs);
+  args_string_array_free(args, nargs);
   return 0;
 oom:
   err_oom(err);
 fail:
   free(cwd);
   kv_list_free(&envs);
+  args_string_array_free(args, nargs);
   exec_spec_free(spec);
   return -1;
 }
@@ -187,6 +161,7 @@ static napi_value js_prepare_exec(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
   NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  /* Not args_read: exec's options check is part of validateExecOptions, in order. */
   sandbox_t *sb = sandbox_from_js(env, argv[0]);
   if (sb == NULL) return NULL;
   err_t err;

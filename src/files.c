@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ancestry.h"
+#include "args.h"
 #include "api.h"
 #include "napi_util.h"
 #include "op.h"
@@ -27,24 +28,6 @@
 
 /* Room for the tar headers (pax records included) around the file's bytes. */
 #define ARCHIVE_OVERHEAD (64 * 1024)
-
-static char *normalize_path_value(napi_env env, napi_value v, int allow_root, err_t *err) {
-  if (nu_typeof(env, v) != napi_string) {
-    err_type(err, "path must be a string.");
-    return NULL;
-  }
-  size_t len = 0;
-  napi_get_value_string_utf8(env, v, NULL, 0, &len);
-  char *raw = malloc(len + 1);
-  if (raw == NULL) {
-    err_oom(err);
-    return NULL;
-  }
-  napi_get_value_string_utf8(env, v, raw, len + 1, &len);
-  char *n = sandbox_path_normalize(raw, len, allow_root, err);
-  free(raw);
-  return n;
-}
 
 /* The last component of a normalized path, without trailing slashes. */
 static char *base_name(const char *rel) {
@@ -236,20 +219,14 @@ static const op_vtable_t write_vt = {"writeFile", write_start, write_cancel, NUL
 /* native.prepareWriteFile(sandbox, options, isText): the original's checks, in order. */
 static napi_value js_prepare_write(napi_env env, napi_callback_info info) {
   addon_t *a = addon_get(env);
-  size_t argc = 3;
-  napi_value argv[3];
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  sandbox_t *sb = sandbox_from_js(env, argv[0]);
-  if (sb == NULL) return NULL;
+  call_args_t in;
+  if (args_read(env, info, &in) != 0) return NULL;
+  sandbox_t *sb = in.sb;
+  napi_value options = in.options;
   bool is_text = false;
-  if (argc > 2) napi_get_value_bool(env, argv[2], &is_text);
-  napi_value options = argc > 1 ? argv[1] : nu_undefined(env);
+  napi_get_value_bool(env, in.argv[2], &is_text);
   err_t err;
   err_init(&err);
-  if (!nu_is_record(env, options)) {
-    err_type(&err, "options must be an object.");
-    return nu_throw_err(a, &err);
-  }
   uint8_t *bytes = NULL;
   size_t len = 0;
   napi_value content = nu_get(env, options, is_text ? "text" : "data");
@@ -263,7 +240,7 @@ static napi_value js_prepare_write(napi_env env, napi_callback_info info) {
     err_type(&err, "data must be a Uint8Array.");
     return nu_throw_err(a, &err);
   }
-  char *path = normalize_path_value(env, nu_get(env, options, "path"), 0, &err);
+  char *path = args_sandbox_path(env, nu_get(env, options, "path"), "path", 0, &err);
   if (path == NULL) return nu_throw_err(a, &err);
   if (path[strlen(path) - 1] == '/') {
     /* "name/" is a directory: no file is written there (the original's copy failed too). */
@@ -459,19 +436,13 @@ static const op_vtable_t read_vt = {"readFile", read_start, read_cancel, read_re
 /* native.prepareReadFile(sandbox, options): assertReadOptions of the original. */
 static napi_value js_prepare_read(napi_env env, napi_callback_info info) {
   addon_t *a = addon_get(env);
-  size_t argc = 2;
-  napi_value argv[2];
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  sandbox_t *sb = sandbox_from_js(env, argv[0]);
-  if (sb == NULL) return NULL;
-  napi_value options = argc > 1 ? argv[1] : nu_undefined(env);
+  call_args_t in;
+  if (args_read(env, info, &in) != 0) return NULL;
+  sandbox_t *sb = in.sb;
+  napi_value options = in.options;
   err_t err;
   err_init(&err);
-  if (!nu_is_record(env, options)) {
-    err_type(&err, "options must be an object.");
-    return nu_throw_err(a, &err);
-  }
-  char *path = normalize_path_value(env, nu_get(env, options, "path"), 0, &err);
+  char *path = args_sandbox_path(env, nu_get(env, options, "path"), "path", 0, &err);
   if (path == NULL) return nu_throw_err(a, &err);
   read_op_t *op = (read_op_t *)op_alloc(a, &read_vt, sizeof(read_op_t));
   if (op == NULL) {
@@ -507,7 +478,7 @@ static napi_value js_text_page_options(napi_env env, napi_callback_info info) {
     err_type(&err, "options must be an object.");
     return nu_throw_err(a, &err);
   }
-  char *path = normalize_path_value(env, nu_get(env, options, "path"), 0, &err);
+  char *path = args_sandbox_path(env, nu_get(env, options, "path"), "path", 0, &err);
   if (path == NULL) return nu_throw_err(a, &err);
   free(path);
   static const char *names[3] = {"startLine", "lineCount", "maxBytes"};

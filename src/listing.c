@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "args.h"
 #include "exec.h"
 #include "findparse.h"
 #include "napi_util.h"
@@ -142,37 +143,15 @@ static const op_vtable_t list_vt = {"listFiles", list_start, list_cancel, list_r
 /* native.prepareListFiles(sandbox, options) */
 static napi_value js_prepare_list(napi_env env, napi_callback_info info) {
   addon_t *a = addon_get(env);
-  size_t argc = 2;
-  napi_value argv[2];
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  sandbox_t *sb = sandbox_from_js(env, argv[0]);
-  if (sb == NULL) return NULL;
-  napi_value options = argc > 1 ? argv[1] : nu_undefined(env);
+  call_args_t in;
+  if (args_read(env, info, &in) != 0) return NULL;
+  sandbox_t *sb = in.sb;
   err_t err;
   err_init(&err);
-  if (!nu_is_record(env, options)) {
-    err_type(&err, "options must be an object.");
-    return nu_throw_err(a, &err);
-  }
-  napi_value p = nu_get(env, options, "path");
-  char *raw = NULL;
-  size_t len = 1;
-  if (nu_is_undefined(env, p) || nu_typeof(env, p) == napi_null) {
-    raw = strdup(".");
-  } else if (nu_typeof(env, p) == napi_string) {
-    napi_get_value_string_utf8(env, p, NULL, 0, &len);
-    raw = malloc(len + 1);
-    if (raw) napi_get_value_string_utf8(env, p, raw, len + 1, &len);
-  } else {
-    err_type(&err, "path must be a string.");
-    return nu_throw_err(a, &err);
-  }
-  if (raw == NULL) {
-    err_oom(&err);
-    return nu_throw_err(a, &err);
-  }
-  char *norm = sandbox_path_normalize(raw, len, 1, &err);
-  free(raw);
+  /* options.path ?? "." */
+  napi_value p = nu_get(env, in.options, "path");
+  if (nu_is_undefined(env, p) || nu_typeof(env, p) == napi_null) p = nu_string(env, ".");
+  char *norm = args_sandbox_path(env, p, "path", 1, &err);
   if (norm == NULL) return nu_throw_err(a, &err);
   char *target = sandbox_container_path(sb->workdir, norm, &err);
   free(norm);

@@ -15,6 +15,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "napi_util.h"
 #include "paths.h"
 
@@ -191,21 +192,6 @@ static int invalid_path_arg(napi_env env, napi_value v, err_t *err) {
   return -1;
 }
 
-/* normalizeSandboxPath on a JS string, with NULs kept. */
-static char *normalize_js_path(napi_env env, napi_value v, int allow_root, err_t *err) {
-  size_t len = 0;
-  napi_get_value_string_utf8(env, v, NULL, 0, &len);
-  char *raw = malloc(len + 1);
-  if (raw == NULL) {
-    err_oom(err);
-    return NULL;
-  }
-  napi_get_value_string_utf8(env, v, raw, len + 1, &len);
-  char *n = sandbox_path_normalize(raw, len, allow_root, err);
-  free(raw);
-  return n;
-}
-
 static int read_ports(napi_env env, napi_value ports, create_opts_t *o, err_t *err) {
   uint32_t n = 0;
   napi_get_array_length(env, ports, &n);
@@ -367,7 +353,7 @@ static int read_dirs(napi_env env, napi_value dirs, create_opts_t *o, err_t *err
     napi_value d;
     napi_get_element(env, dirs, i, &d);
     if (nu_typeof(env, d) != napi_string) return err_type(err, "directories must contain strings.");
-    char *norm = normalize_js_path(env, d, 0, err);
+    char *norm = args_sandbox_path(env, d, "directory", 0, err);
     if (norm == NULL) return -1;
     o->dirs[o->ndirs++] = norm;
   }
@@ -393,7 +379,7 @@ static int read_files(napi_env env, napi_value files, napi_value runtime, create
     char *shown = nu_strdup(env, key);
     if (shown == NULL) return err_oom(err);
     init_file_t *f = &o->files[o->nfiles];
-    f->path = normalize_js_path(env, key, 0, err);
+    f->path = args_sandbox_path(env, key, "path", 0, err);
     if (f->path == NULL) {
       free(shown);
       return -1;

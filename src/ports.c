@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "args.h"
 #include "exec.h"
 #include "napi_util.h"
 #include "op.h"
@@ -129,18 +130,12 @@ static const op_vtable_t port_vt = {"waitForPort", port_start, port_cancel, port
 /* native.prepareWaitForPort(sandbox, options): the original's checks, in order. */
 static napi_value js_prepare_wait(napi_env env, napi_callback_info info) {
   addon_t *a = addon_get(env);
-  size_t argc = 2;
-  napi_value argv[2];
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  sandbox_t *sb = sandbox_from_js(env, argv[0]);
-  if (sb == NULL) return NULL;
-  napi_value options = argc > 1 ? argv[1] : nu_undefined(env);
+  call_args_t in;
+  if (args_read(env, info, &in) != 0) return NULL;
+  sandbox_t *sb = in.sb;
+  napi_value options = in.options;
   err_t err;
   err_init(&err);
-  if (!nu_is_record(env, options)) {
-    err_type(&err, "options must be an object.");
-    return nu_throw_err(a, &err);
-  }
   napi_value cp = nu_get(env, options, "containerPort");
   double port = 0;
   if (!nu_integer(env, cp, &port) || port < 1 || port > 65535) {

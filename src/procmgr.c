@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "api.h"
+#include "args.h"
 #include "exec.h"
 #include "napi_util.h"
 #include "op.h"
@@ -828,88 +829,45 @@ static const op_vtable_t start_vt = {"startProcess", start_start, start_cancel, 
 /* native.prepareStartProcess(sandbox, options): validateProcessStartOptions. */
 static napi_value js_prepare_start(napi_env env, napi_callback_info info) {
   addon_t *a = addon_get(env);
-  size_t argc = 2;
-  napi_value argv[2];
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  sandbox_t *sb = sandbox_from_js(env, argv[0]);
-  if (sb == NULL) return NULL;
-  napi_value options = argc > 1 ? argv[1] : nu_undefined(env);
+  call_args_t in;
+  if (args_read(env, info, &in) != 0) return NULL;
+  sandbox_t *sb = in.sb;
+  napi_value options = in.options;
   err_t err;
   err_init(&err);
-  if (!nu_is_record(env, options)) {
-    err_type(&err, "options must be an object.");
-    return nu_throw_err(a, &err);
-  }
+  char **args = NULL, *cwd_norm = NULL;
+  size_t nargs = 0;
+  kv_list_t envs = {0};
+  start_op_t *op = NULL;
   napi_value command = nu_get(env, options, "command");
-  if (check_nonempty_string(env, command, "command", &err)) return nu_throw_err(a, &err);
-  napi_value args = nu_get(env, options, "args");
-  uint32_t nargs = 0;
-  if (!nu_is_undefined(env, args)) {
-    int ok = nu_is_array(env, args);
-    if (ok) napi_get_array_length(env, args, &nargs);
-    for (uint32_t i = 0; ok && i < nargs; i++) {
-      napi_value v;
-      napi_get_element(env, args, i, &v);
-      if (nu_typeof(env, v) != napi_string) ok = 0;
-    }
-    if (!ok) {
-      err_type(&err, "args must contain only strings.");
-      return nu_throw_err(a, &err);
-    }
-  }
+  if (check_nonempty_string(env, command, "command", &err)) goto fail;
+  if (args_string_array(env, nu_get(env, options, "args"), &args, &nargs, &err)) goto fail;
   napi_value cwd = nu_get(env, options, "cwd");
-  char *cwd_norm = NULL;
-  if (!nu_is_undefined(env, cwd)) {
-    if (nu_typeof(env, cwd) != napi_string) {
-      err_type(&err, "cwd must be a string.");
-      return nu_throw_err(a, &err);
-    }
-    size_t len = 0;
-    napi_get_value_string_utf8(env, cwd, NULL, 0, &len);
-    char *raw = malloc(len + 1);
-    if (raw == NULL) {
-      err_oom(&err);
-      return nu_throw_err(a, &err);
-    }
-    napi_get_value_string_utf8(env, cwd, raw, len + 1, &len);
-    cwd_norm = sandbox_path_normalize(raw, len, 1, &err);
-    free(raw);
-    if (cwd_norm == NULL) return nu_throw_err(a, &err);
-  }
-  kv_list_t envs;
-  if (read_string_record(env, nu_get(env, options, "env"), "env", &envs, &err)) {
-    free(cwd_norm);
-    return nu_throw_err(a, &err);
-  }
-  start_op_t *op = (start_op_t *)op_alloc(a, &start_vt, sizeof(start_op_t));
-  if (op == NULL) {
-    free(cwd_norm);
-    kv_list_free(&envs);
-    err_oom(&err);
-    return nu_throw_err(a, &err);
-  }
+  if (!nu_is_undefined(env, cwd) && (cwd_norm = args_sandbox_path(env, cwd, "cwd", 1, &err)) == NULL) goto fail;
+  if (read_string_record(env, nu_get(env, options, "env"), "env", &envs, &err)) goto fail;
+  op = (start_op_t *)op_alloc(a, &start_vt, sizeof(start_op_t));
+  if (op == NULL) goto oom;
   op->sb = sb;
   sandbox_ref(sb);
   op->env = envs;
+  memset(&envs, 0, sizeof(envs));
+  op->args = args;
+  op->nargs = nargs;
+  args = NULL;
   op->command = nu_strdup(env, command);
-  op->args = calloc(nargs ? nargs : 1, sizeof(char *));
   op->cwd_raw = nu_is_undefined(env, cwd) ? NULL : nu_strdup(env, cwd);
   op->workdir = sandbox_container_path(sb->workdir, cwd_norm ? cwd_norm : ".", &err);
+  if (op->command == NULL || op->workdir == NULL || (!nu_is_undefined(env, cwd) && op->cwd_raw == NULL)) goto oom;
   free(cwd_norm);
-  int ok = op->command && op->args && op->workdir && (nu_is_undefined(env, cwd) || op->cwd_raw);
-  for (uint32_t i = 0; ok && i < nargs; i++) {
-    napi_value v;
-    napi_get_element(env, args, i, &v);
-    op->args[i] = nu_strdup(env, v);
-    if (op->args[i] == NULL) ok = 0;
-    op->nargs = i + 1;
-  }
-  if (!ok) {
-    op_discard(&op->op);
-    if (!err_is_set(&err)) err_oom(&err);
-    return nu_throw_err(a, &err);
-  }
   return op_token(&op->op);
+oom:
+  if (!err_is_set(&err)) err_oom(&err);
+fail:
+  if (op) op_discard(&op->op);
+  args_string_array_free(args, nargs);
+  free(cwd_norm);
+  kv_list_free(&envs);
+  return nu_throw_err(a, &err);
 }
 
 /* ================= stop and dispose ================= */
@@ -1072,18 +1030,12 @@ static stop_op_t *new_stop_op(napi_env env, sandbox_t *sb) {
 /* native.prepareStopProcess(sandbox, options): assertOptionsObject, processId, gracePeriodMs. */
 static napi_value js_prepare_stop(napi_env env, napi_callback_info info) {
   addon_t *a = addon_get(env);
-  size_t argc = 2;
-  napi_value argv[2];
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  sandbox_t *sb = sandbox_from_js(env, argv[0]);
-  if (sb == NULL) return NULL;
-  napi_value options = argc > 1 ? argv[1] : nu_undefined(env);
+  call_args_t in;
+  if (args_read(env, info, &in) != 0) return NULL;
+  sandbox_t *sb = in.sb;
+  napi_value options = in.options;
   err_t err;
   err_init(&err);
-  if (!nu_is_record(env, options)) {
-    err_type(&err, "options must be an object.");
-    return nu_throw_err(a, &err);
-  }
   napi_value pid = nu_get(env, options, "processId");
   if (check_nonempty_string(env, pid, "processId", &err)) return nu_throw_err(a, &err);
   int64_t grace = 5000;

@@ -1,0 +1,32 @@
+/*
+ * args.h - reading the arguments of the runtime's native.prepareX(sandbox, options, ...)
+ * calls: the sandbox token, the options object (the original's "options must be an
+ * object."), sandbox paths and string arrays, with the original's messages.
+ *
+ * Owns: nothing; strings and arrays returned are the caller's.
+ */
+#ifndef SBX_ARGS_H
+#define SBX_ARGS_H
+
+#include <node_api.h>
+
+#include "err.h"
+#include "sandbox.h"
+
+typedef struct call_args {
+  napi_value argv[4];
+  size_t argc;
+  sandbox_t *sb;
+  napi_value options;
+} call_args_t;
+
+/* (sandbox, options, ...): 0, or -1 with a JavaScript exception pending. */
+int args_read(napi_env env, napi_callback_info info, call_args_t *in);
+/* normalizeSandboxPath(value, { allowRoot }) of a JS value, NULs kept; a non-string is a
+ * TypeError "<name> must be a string.". */
+char *args_sandbox_path(napi_env env, napi_value v, const char *name, int allow_root, err_t *err);
+/* undefined (nothing) or an array of strings, copied; else "args must contain only strings.". */
+int args_string_array(napi_env env, napi_value v, char ***out, size_t *count, err_t *err);
+void args_string_array_free(char **list, size_t count);
+
+#endif
