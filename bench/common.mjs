@@ -108,8 +108,15 @@ export function containerNameFor(id) {
   return `anvia-sandbox-${id}`;
 }
 
+// Sandbox ids of a run: <prefix>-<what>-<random>; the prefix (--id-prefix) lets a caller
+// find exactly the sandboxes of its own run.
+let idPrefix = "bench";
+export function setIdPrefix(prefix) {
+  if (!/^[a-z0-9][a-z0-9_.-]{0,30}$/.test(prefix)) throw new Error(`invalid --id-prefix: ${prefix}`);
+  idPrefix = prefix;
+}
 export function newSandboxId(tag) {
-  return `bench-${tag}-${randomUUID().slice(0, 8)}`;
+  return `${idPrefix}-${tag}-${randomUUID().slice(0, 8)}`;
 }
 
 export function containerPath(workdir, relative) {

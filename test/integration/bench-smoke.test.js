@@ -34,8 +34,9 @@ test("npm run bench, smoke-sized: completes and writes a well-formed JSON result
   const dir = await mkdtemp(path.join(os.tmpdir(), "anvia-bench-smoke-"));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const out = path.join(dir, "result.json");
+  const prefix = `smoke${process.pid}`;
 
-  const child = spawn(process.execPath, ["--expose-gc", "bench/run.mjs", "--smoke", "--out", out], {
+  const child = spawn(process.execPath, ["--expose-gc", "bench/run.mjs", "--smoke", "--id-prefix", prefix, "--out", out], {
     cwd: root,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -93,7 +94,7 @@ test("npm run bench, smoke-sized: completes and writes a well-formed JSON result
 
   // Every sandbox the three paths created is gone.
   const left = await labelledLeftovers();
-  const ours = (name) => /anvia-sandbox-bench-/.test(name);
+  const ours = (name) => name.includes(`anvia-sandbox-${prefix}-`);
   assert.deepEqual(left.containers.filter(ours), []);
   assert.deepEqual(left.volumes.filter(ours), []);
 });
