@@ -11,6 +11,8 @@ if [ "${ANVIA_SETUP_DONE:-}" != 1 ]; then
   trap 'bash scripts/teardown.sh' EXIT
 fi
 bash scripts/build.sh --asan
+snapshot="$STATE/sandboxes-before-asan.json"
+node scripts/check-leftovers.mjs --snapshot "$snapshot"
 libasan="$(gcc -print-file-name=libasan.so)"
 report_dir="$(mktemp -d)"
 export ANVIA_SANDBOX_BUILD=asan
@@ -32,5 +34,5 @@ if compgen -G "$report_dir/*" >/dev/null; then
   status=1
 fi
 rm -rf "$report_dir"
-node scripts/check-leftovers.mjs
+node scripts/check-leftovers.mjs "$snapshot"
 exit "$status"
