@@ -197,8 +197,10 @@ curl_loop_t *curl_loop_new(uv_loop_t *uv) {
   curl_multi_setopt(l->multi, CURLMOPT_SOCKETDATA, l);
   curl_multi_setopt(l->multi, CURLMOPT_TIMERFUNCTION, on_timer);
   curl_multi_setopt(l->multi, CURLMOPT_TIMERDATA, l);
-  /* Keep idle connections to the engine for reuse; a handful per endpoint is plenty. */
-  curl_multi_setopt(l->multi, CURLMOPT_MAXCONNECTS, 64L);
+  /* Keep a few idle connections to the engine for reuse. After a burst of concurrent
+   * requests the rest are closed as they finish, so a long-lived client does not sit on
+   * dozens of idle descriptors. */
+  curl_multi_setopt(l->multi, CURLMOPT_MAXCONNECTS, 8L);
   return l;
 fail:
   if (l->multi) curl_multi_cleanup(l->multi);
