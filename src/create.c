@@ -5,10 +5,13 @@
  *
  * Steps (each one engine request):
  *   container must not exist -> image must exist -> named volume must exist (docker-volume)
- *   -> create the ephemeral volume -> create the container -> look up the sandbox user's
- *   uid/gid (non-root users) -> give the user the workspace root (read-only rootfs: through
- *   a never-started helper container) -> one archive upload with every initial directory
- *   and file -> start -> read the engine-chosen host ports.
+ *   -> create the ephemeral volume -> create the container -> start it -> look up the
+ *   sandbox user's uid/gid (non-root users) -> give the user the workspace root (read-only
+ *   rootfs: through a never-started helper container) -> one archive upload with every
+ *   initial directory and file -> read the engine-chosen host ports.
+ * Archive operations on a running container skip the mount and unmount the engine does
+ * for a stopped one (measured: about 110 ms instead of 290 ms), hence start first, as the
+ * original's `docker run` did before writing its files.
  * Rollback removes the container (and helper) by name and the volume we created, even when
  * the request that created them was cancelled before its answer came back.
  */
@@ -32,12 +35,12 @@ typedef enum {
   C_CHECK_VOLUME,
   C_CREATE_VOLUME,
   C_CREATE_CONTAINER,
+  C_START,
   C_OWNER,
   C_HELPER_CREATE,
   C_HELPER_UPLOAD,
   C_HELPER_REMOVE,
   C_UPLOAD,
-  C_START,
   C_INSPECT_PORTS,
   C_RB_CONTAINER,
   C_RB_HELPER,
