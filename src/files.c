@@ -6,8 +6,9 @@
  *    deepest directory that exists. A symbolic link on the way is refused.
  *  - read: the download's path stat header is checked as soon as it arrives (a symlink,
  *    directory or special file is invalid_path, a file over maxFileBytes is
- *    file_too_large, and the transfer stops there); the archive is read with libarchive
- *    and must hold exactly that one regular file. Ancestors are checked at the same time,
+ *    file_too_large, and the transfer stops there), then the archive's first header as
+ *    soon as it is in (tar_peek); the archive is read with libarchive and must hold
+ *    exactly that one regular file. Ancestors are checked at the same time,
  *    so a link in the middle of the path cannot make a read leave the workspace.
  */
 #include <stdlib.h>
@@ -287,6 +288,7 @@ typedef struct read_op {
   buf_t archive;
   uint64_t max;
   int stat_checked;
+  int peeked; /* the archive's first header has been looked at */
   err_t early; /* set from inside libcurl's callback; reported when the transfer ends */
   int read_done, ancestry_done;
   err_t err;
@@ -328,6 +330,25 @@ static int on_read_data(http_req_t *req, const uint8_t *data, size_t len, void *
     err_sandbox(&op->early, CODE_FILE_TOO_LARGE, "Sandbox file exceeds maxFileBytes (more than %llu bytes): %s",
                 (unsigned long long)op->max, op->path);
     return -1;
+  }
+  if (!op->peeked) {
+    /* The archive's own header, read with libarchive as soon as it is in: it must agree
+     * with the stat header (a regular file within the bound) before more is taken. */
+    tar_header_info_t info;
+    int rc = tar_peek(op->archive.data, op->archive.len, &info, &op->early);
+    if (rc < 0) return -1;
+    if (rc == 1) {
+      op->peeked = 1;
+      if (info.kind != TAR_KIND_FILE) {
+        err_sandbox(&op->early, CODE_INVALID_PATH, "Sandbox path is not a regular file: %s", op->path);
+        return -1;
+      }
+      if (info.size > op->max) {
+        err_sandbox(&op->early, CODE_FILE_TOO_LARGE, "Sandbox file exceeds maxFileBytes (%llu > %llu): %s",
+                    (unsigned long long)info.size, (unsigned long long)op->max, op->path);
+        return -1;
+      }
+    }
   }
   return 0;
 }

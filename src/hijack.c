@@ -243,19 +243,35 @@ static long header_value_long(const char *head, const char *name) {
  * Decodes a complete chunked body in place. Returns 1 when the last chunk was seen, 0 when
  * more bytes are needed, -1 when the framing is broken.
  */
+static int hex_value(uint8_t c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 static int dechunk(const buf_t *in, buf_t *out) {
   size_t i = 0;
   buf_reset(out);
   for (;;) {
-    size_t line_end = i;
-    while (line_end + 1 < in->len && !(in->data[line_end] == '\r' && in->data[line_end + 1] == '\n')) line_end++;
-    if (line_end + 1 >= in->len) return 0;
-    char *end = NULL;
-    unsigned long size = strtoul((const char *)in->data + i, &end, 16);
-    if (end == (const char *)in->data + i) return -1;
-    i = line_end + 2;
+    /* The size line: hex digits, then an optional extension, then CRLF. Parsed by hand:
+     * strtoul would skip white space (CR and LF included) into the following lines. */
+    size_t size = 0, digits = 0;
+    while (i < in->len && hex_value(in->data[i]) >= 0) {
+      size = size * 16 + (size_t)hex_value(in->data[i]);
+      if (size > MAX_ERROR_BODY) return -1;
+      i++;
+      digits++;
+    }
+    if (i >= in->len) return 0;
+    if (digits == 0) return -1;
+    while (i < in->len && in->data[i] != '\r' && in->data[i] != '\n') i++; /* extension */
+    if (i + 1 >= in->len) return 0;
+    if (in->data[i] != '\r' || in->data[i + 1] != '\n') return -1;
+    i += 2;
     if (size == 0) return 1;
-    if (size > MAX_ERROR_BODY || in->len - i < size + 2) return size > MAX_ERROR_BODY ? -1 : 0;
+    if (in->len - i < size + 2) return 0;
+    if (in->data[i + size] != '\r' || in->data[i + size + 1] != '\n') return -1;
     if (buf_append(out, in->data + i, size) != 0) return -1;
     i += size + 2;
   }
@@ -283,6 +299,16 @@ static void engine_error(hijack_t *h) {
   free(msg);
   finish(h, &err);
   err_clear(&err);
+}
+
+/* Keeps the error body, up to its Content-Length (bytes after it are not part of it). */
+static void append_error_body(hijack_t *h, const uint8_t *data, size_t len) {
+  size_t room = MAX_ERROR_BODY - h->error_body.len;
+  if (!h->chunked && h->content_length >= 0) {
+    size_t want = (size_t)h->content_length > h->error_body.len ? (size_t)h->content_length - h->error_body.len : 0;
+    if (want < room) room = want;
+  }
+  buf_append(&h->error_body, data, len < room ? len : room);
 }
 
 /* The error body is complete when its length is reached, or its last chunk has come. */
@@ -314,7 +340,11 @@ static void parse_head(hijack_t *h, const uint8_t *extra, size_t extra_len) {
   size_t head_len = (size_t)(end - head) + 4;
   int major = 0, minor = 0;
   long status = 0;
-  if (sscanf(head, "HTTP/%d.%d %ld", &major, &minor, &status) != 3) {
+  char *line_end = strstr(head, "\r\n");
+  int consumed = 0;
+  if (line_end == NULL || line_end - head > 256 ||
+      sscanf(head, "HTTP/%d.%d %3ld%n", &major, &minor, &status, &consumed) != 3 || head + consumed > line_end ||
+      status < 100 || status > 599) {
     fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine sent a malformed response to exec start%s.", "");
     return;
   }
@@ -329,6 +359,8 @@ static void parse_head(hijack_t *h, const uint8_t *extra, size_t extra_len) {
     fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Out of memory%s.", "");
     return;
   }
+  /* From here on, header lookups see the head only, never the bytes after it. */
+  h->head.data[head_len - 2] = 0;
   size_t ctype_len = 0;
   const char *ctype = header_value(head, "Content-Type", &ctype_len);
   int json_reply = ctype != NULL && ctype_len >= 16 && strncasecmp(ctype, "application/json", 16) == 0;
@@ -346,7 +378,7 @@ static void parse_head(hijack_t *h, const uint8_t *extra, size_t extra_len) {
   h->state = H_ERROR_BODY;
   buf_free(&h->error_body);
   buf_init(&h->error_body, MAX_ERROR_BODY);
-  buf_append(&h->error_body, rest.data, rest.len > MAX_ERROR_BODY ? MAX_ERROR_BODY : rest.len);
+  append_error_body(h, rest.data, rest.len);
   buf_free(&rest);
   buf_free(&h->head);
   if (error_body_complete(h)) engine_error(h);
@@ -394,12 +426,10 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     case H_STREAM:
       feed_stream(h, data, len);
       break;
-    case H_ERROR_BODY: {
-      size_t room = MAX_ERROR_BODY - h->error_body.len;
-      buf_append(&h->error_body, data, len < room ? len : room);
+    case H_ERROR_BODY:
+      append_error_body(h, data, len);
       if (error_body_complete(h)) engine_error(h);
       break;
-    }
     default:
       break;
   }

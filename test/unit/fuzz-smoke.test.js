@@ -93,13 +93,12 @@ describe("fuzz harnesses", { concurrency: 2 }, () => {
     });
   }
 
-  // The reproducers of the findings not fixed yet (test/fuzz/FINDINGS.md), run with the
-  // checks the harnesses otherwise relax for them. Marked todo: they report without failing
-  // the suite until src/ is fixed; then they pass, and the relaxation can go.
+  // The reproducers of the fuzzing findings (test/fuzz/FINDINGS.md, all fixed), run with
+  // every check on: a regression makes them fail again.
   for (const target of targets) {
     const dir = join(fuzzDir, "corpus", target);
     for (const file of readdirSync(dir).filter((f) => f.startsWith("finding-"))) {
-      test(`known finding ${file} (fuzz_${target}, FUZZ_STRICT=1)`, { todo: "see test/fuzz/FINDINGS.md" }, () => {
+      test(`finding ${file} stays fixed (fuzz_${target})`, () => {
         const r = spawnSync(join(outDir, `fuzz_${target}`), [join(dir, file)], {
           encoding: "utf8",
           env: { ...baseEnv, ...sanitizerEnv, FUZZ_STRICT: "1" },
