@@ -1,6 +1,7 @@
 /*
  * exports_text.c - N-API wrappers exposing the pure path, text page and listing
- * functions (paths.c, textpage.c, findparse.c) to the unit tests.
+ * functions (paths.c, textpage.c, findparse.c) to the unit tests, and text_page_to_js,
+ * which readTextFilePage (files.c) also builds its result with.
  *
  * Owns: nothing beyond each call; every C string read from JavaScript and every result
  * buffer is freed before the wrapper returns.
