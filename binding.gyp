@@ -4,7 +4,7 @@
       "target_name": "anvia_sandbox",
       "sources": ["<!@(ls -1 src/*.c)"],
       "include_dirs": ["src"],
-      "libraries": ["-lcurl", "-larchive", "-ljansson"],
+      "libraries": ["-lcurl", "-lssl", "-lcrypto", "-larchive", "-ljansson"],
       "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
       "cflags": ["-std=c11", "-fvisibility=hidden"],
       "cflags_c": ["-std=c11"],

@@ -35,7 +35,7 @@ function candidates() {
 }
 
 const RUNTIME_PACKAGES = "libcurl4 libarchive13 libjansson4";
-const BUILD_PACKAGES = "build-essential python3 libcurl4-openssl-dev libarchive-dev libjansson-dev";
+const BUILD_PACKAGES = "build-essential python3 libcurl4-openssl-dev libssl-dev libarchive-dev libjansson-dev";
 
 function load() {
   const tried = [];

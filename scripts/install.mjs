@@ -43,7 +43,7 @@ if (result.status !== 0) {
   console.error(
     "@anvia/sandbox: building the native addon failed. It needs a C compiler, make, python3 and the\n" +
       "development packages of libcurl, libarchive and jansson; on Debian and Ubuntu:\n" +
-      "  apt-get install build-essential python3 libcurl4-openssl-dev libarchive-dev libjansson-dev",
+      "  apt-get install build-essential python3 libcurl4-openssl-dev libssl-dev libarchive-dev libjansson-dev",
   );
   process.exit(result.status ?? 1);
 }

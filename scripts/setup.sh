@@ -7,8 +7,8 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 # 1. System packages (apt, as root). Only what is missing is installed.
-packages=(docker.io libcurl4-openssl-dev libarchive-dev libjansson-dev pkg-config make gcc g++ python3
-          mmdebstrap busybox-static docker-registry libarchive-tools clang libclang-rt-14-dev)
+packages=(docker.io libcurl4-openssl-dev libssl-dev libarchive-dev libjansson-dev pkg-config make gcc g++ python3
+          mmdebstrap busybox-static docker-registry libarchive-tools clang libclang-rt-14-dev openssl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "frames.h"
+#include "tlsconn.h"
 #include "trace.h"
 
 #define MAX_HEAD_BYTES (16 * 1024)
@@ -22,7 +23,8 @@ typedef struct pending_write {
   uint8_t data[];
 } pending_write_t;
 
-enum { H_WAIT_ENGINE = 1, H_RESOLVING, H_CONNECTING, H_HEAD, H_STREAM, H_ERROR_BODY, H_DONE };
+/* H_TLS: the TLS handshake, on a tcp endpoint with TLS only. */
+enum { H_WAIT_ENGINE = 1, H_RESOLVING, H_CONNECTING, H_TLS, H_HEAD, H_STREAM, H_ERROR_BODY, H_DONE };
 
 struct hijack {
   engine_t *eng;
@@ -55,6 +57,8 @@ struct hijack {
   buf_t head;
   buf_t error_body;
   frame_demux_t demux;
+  tls_conn_t *tls;    /* TLS endpoints: the session the bytes go through */
+  uint8_t *plainbuf;  /* TLS endpoints: decrypted bytes, READ_BUFFER_BYTES */
   hijack_callbacks_t cbs;
   void *ud;
   uint8_t readbuf[READ_BUFFER_BYTES];
@@ -68,6 +72,8 @@ static void h_free(hijack_t *h) {
     w = next;
   }
   free(h->request);
+  tls_conn_free(h->tls);
+  free(h->plainbuf);
   buf_free(&h->head);
   buf_free(&h->error_body);
   engine_unref(h->eng);
@@ -135,8 +141,59 @@ static void on_shutdown(uv_shutdown_t *req, int status) {
   (void)status;
 }
 
+/* TLS: hands the ciphertext the session produced to libuv, in order with every other
+ * write. 0, or -1 when it cannot (the connection is failing; the read side reports it). */
+static int send_cipher(hijack_t *h) {
+  size_t n;
+  while (h->tls != NULL && (n = tls_conn_pending(h->tls)) > 0) {
+    pending_write_t *w = malloc(sizeof(*w) + n);
+    if (w == NULL) return -1;
+    w->next = NULL;
+    w->len = tls_conn_take(h->tls, w->data, n);
+    w->req.data = h;
+    uv_buf_t b = uv_buf_init((char *)w->data, (unsigned int)w->len);
+    if (w->len == 0 || uv_write(&w->req, (uv_stream_t *)&h->handle, &b, 1, on_stdin_written) != 0) {
+      free(w);
+      return -1;
+    }
+    h->writes_in_flight++;
+  }
+  return 0;
+}
+
+/* TLS: encrypts the queued stdin and the end of it (close_notify before the half-close). */
+static void pump_tls_writes(hijack_t *h) {
+  while (h->queue) {
+    pending_write_t *w = h->queue;
+    h->queue = w->next;
+    if (h->queue == NULL) h->queue_tail = &h->queue;
+    err_t err;
+    err_init(&err);
+    int rc = tls_conn_write(h->tls, w->data, w->len, &err);
+    free(w);
+    if (rc != 0 || send_cipher(h) != 0) {
+      if (rc != 0) finish(h, &err);
+      else fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine connection failed during an exec%s.", "");
+      err_clear(&err);
+      return;
+    }
+    err_clear(&err);
+  }
+  if (h->stdin_end_requested && !h->stdin_ended) {
+    h->stdin_ended = 1;
+    tls_conn_close_notify(h->tls);
+    (void)send_cipher(h);
+    h->shutdown_req.data = h;
+    uv_shutdown(&h->shutdown_req, (uv_stream_t *)&h->handle, on_shutdown);
+  }
+}
+
 static void pump_writes(hijack_t *h) {
   if (h->closing || h->state < H_STREAM || h->state == H_DONE) return;
+  if (h->tls != NULL) {
+    pump_tls_writes(h);
+    return;
+  }
   while (h->queue) {
     pending_write_t *w = h->queue;
     h->queue = w->next;
@@ -384,31 +441,30 @@ static void parse_head(hijack_t *h, const uint8_t *extra, size_t extra_len) {
   if (error_body_complete(h)) engine_error(h);
 }
 
-static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
-  hijack_t *h = stream->data;
-  if (h->closing) return;
-  if (nread < 0) {
-    if (h->state == H_STREAM) {
-      if (nread == UV_EOF) {
-        trace_event("exec stream end");
-        err_t err;
-        err_init(&err);
-        if (frame_demux_finish(&h->demux, &err) == 0) finish(h, NULL);
-        else finish(h, &err);
-        err_clear(&err);
-      } else {
-        fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine connection failed during an exec: %s", uv_strerror((int)nread));
-      }
-    } else if (h->state == H_ERROR_BODY) {
-      engine_error(h);
+/* The connection ended (nread < 0), or the TLS peer sent close_notify (UV_EOF). */
+static void on_input_end(hijack_t *h, ssize_t nread) {
+  if (h->state == H_STREAM) {
+    if (nread == UV_EOF) {
+      trace_event("exec stream end");
+      err_t err;
+      err_init(&err);
+      if (frame_demux_finish(&h->demux, &err) == 0) finish(h, NULL);
+      else finish(h, &err);
+      err_clear(&err);
     } else {
-      fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine closed the connection before answering exec start%s.", "");
+      fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine connection failed during an exec: %s", uv_strerror((int)nread));
     }
-    return;
+  } else if (h->state == H_ERROR_BODY) {
+    engine_error(h);
+  } else if (h->state == H_TLS) {
+    fail_with(h, CODE_DOCKER_UNAVAILABLE, "Docker engine closed the connection during the TLS handshake%s.", "");
+  } else {
+    fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine closed the connection before answering exec start%s.", "");
   }
-  if (nread == 0) return;
-  const uint8_t *data = (const uint8_t *)buf->base;
-  size_t len = (size_t)nread;
+}
+
+/* Plain bytes of the HTTP exchange: the response head, then the stream or an error body. */
+static void on_bytes(hijack_t *h, const uint8_t *data, size_t len) {
   switch (h->state) {
     case H_HEAD: {
       /* Only the head goes into the head buffer (bounded); output read along with it is
@@ -433,6 +489,66 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     default:
       break;
   }
+}
+
+static int live(const hijack_t *h) {
+  return !h->closing && h->state != H_DONE;
+}
+
+/* TLS: ciphertext in; the handshake, then the request, then decrypted bytes out. */
+static void on_cipher(hijack_t *h, const uint8_t *data, size_t len) {
+  err_t err;
+  err_init(&err);
+  if (tls_conn_feed(h->tls, data, len) != 0) {
+    fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Out of memory%s.", "");
+    goto done;
+  }
+  if (h->state == H_TLS) {
+    int rc = tls_conn_handshake(h->tls, &err);
+    if (rc < 0) {
+      finish(h, &err);
+      goto done;
+    }
+    if (rc == 0) {
+      (void)send_cipher(h);
+      goto done;
+    }
+    trace_event("exec TLS handshake done");
+    h->state = H_HEAD;
+    if (tls_conn_write(h->tls, (const uint8_t *)h->request, h->request_len, &err) != 0) {
+      finish(h, &err);
+      goto done;
+    }
+  }
+  while (live(h)) {
+    ssize_t n = tls_conn_read(h->tls, h->plainbuf, READ_BUFFER_BYTES, &err);
+    if (n == 0) break;
+    if (n == TLS_CONN_EOF) {
+      on_input_end(h, UV_EOF);
+    } else if (n < 0) {
+      finish(h, &err);
+    } else {
+      on_bytes(h, h->plainbuf, (size_t)n);
+      continue;
+    }
+    break;
+  }
+  if (live(h) && send_cipher(h) != 0)
+    fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine connection failed during an exec%s.", "");
+done:
+  err_clear(&err);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+  hijack_t *h = stream->data;
+  if (h->closing) return;
+  if (nread < 0) {
+    on_input_end(h, nread);
+    return;
+  }
+  if (nread == 0) return;
+  if (h->tls != NULL) on_cipher(h, (const uint8_t *)buf->base, (size_t)nread);
+  else on_bytes(h, (const uint8_t *)buf->base, (size_t)nread);
 }
 
 static void start_reading(hijack_t *h) {
@@ -476,8 +592,26 @@ static void on_connected(uv_connect_t *req, int status) {
     return;
   }
   trace_event("exec connection open");
-  h->state = H_HEAD;
   buf_init(&h->head, MAX_HEAD_BYTES);
+  if (h->tls != NULL) {
+    /* The request goes out encrypted once the handshake is done (on_cipher). */
+    h->state = H_TLS;
+    err_t err;
+    err_init(&err);
+    if (tls_conn_handshake(h->tls, &err) < 0) {
+      finish(h, &err);
+      err_clear(&err);
+      return;
+    }
+    err_clear(&err);
+    if (send_cipher(h) != 0) {
+      fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine connection failed during an exec%s.", "");
+      return;
+    }
+    if (!h->reading && uv_read_start((uv_stream_t *)&h->handle, on_alloc, on_read) == 0) h->reading = 1;
+    return;
+  }
+  h->state = H_HEAD;
   h->head_write.data = h;
   uv_buf_t b = uv_buf_init(h->request, (unsigned int)h->request_len);
   if (uv_write(&h->head_write, (uv_stream_t *)&h->handle, &b, 1, on_head_written) != 0) {
@@ -529,10 +663,13 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 /* Opens the connection. Returns 0, or -1 with err set (nothing has been called). */
 static int connect_now(hijack_t *h, err_t *err) {
   const endpoint_t *ep = engine_endpoint(h->eng);
-  if (ep->tls)
-    return err_sandbox(err, CODE_DOCKER_UNAVAILABLE,
-                       "Commands over a TLS Docker endpoint (%s) are not supported by this build; use a unix socket or plain tcp.",
-                       engine_display(h->eng));
+  if (ep->tls && h->tls == NULL) {
+    /* Certificates load before any connection is made, so a bad path fails fast. */
+    h->tls = tls_conn_new(ep, engine_display(h->eng), err);
+    if (h->tls == NULL) return -1;
+    h->plainbuf = malloc(READ_BUFFER_BYTES);
+    if (h->plainbuf == NULL) return err_oom(err);
+  }
   /* The request, now that the API version is known. */
   buf_t r;
   buf_init(&r, 0);

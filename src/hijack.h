@@ -3,7 +3,9 @@
  * "Connection: Upgrade, Upgrade: tcp", then the raw multiplexed stream both ways.
  *
  * Owns: the connection (a libuv pipe or TCP handle we open ourselves, not libcurl's:
- * libcurl has no half-close), the stdin bytes being written, and the read buffer.
+ * libcurl has no half-close), the stdin bytes being written, and the read buffer. On a
+ * tcp endpoint with TLS, every byte both ways goes through a TLS session (tlsconn.c);
+ * the end of stdin is then close_notify followed by the half-close.
  * The response head is parsed here; 101 and 200 (older engines answer 200 and still
  * hijack) start the stream, any other status is an engine error with its message.
  * Output is demultiplexed (frames.c) and handed on; reading can be paused and resumed,

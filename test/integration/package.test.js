@@ -132,7 +132,7 @@ test("npm pack holds exactly the package; installed without scripts it works fro
   assert.notEqual(none.status, 0);
   assert.match(none.stderr, /no native addon for linux-x64/);
   assert.match(none.stderr, /npm rebuild @anvia\/sandbox/);
-  assert.match(none.stderr, /libcurl4-openssl-dev libarchive-dev libjansson-dev/);
+  assert.match(none.stderr, /libcurl4-openssl-dev libssl-dev libarchive-dev libjansson-dev/);
   const stub = join(work, "stub");
   mkdirSync(stub);
   writeFileSync(join(stub, "dep.c"), "int anvia_missing_dep(void) { return 1; }\n");

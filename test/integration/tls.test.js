@@ -1,0 +1,206 @@
+// A tcp endpoint with TLS, as DOCKER_HOST=tcp://... with DOCKER_TLS_VERIFY and
+// DOCKER_CERT_PATH set it up: every request (libcurl) and every exec's upgraded
+// connection (our own TLS session on memory BIOs) goes through TLS with a client
+// certificate. The engine here listens on a unix socket only, so the test puts a
+// TLS-terminating proxy in front of it (node:tls, certificates made with openssl), which
+// also passes half-closes on, as dockerd's own TLS listener does.
+import test from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync, copyFileSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import tls from "node:tls";
+import { DockerSandboxClient, DockerSandboxError } from "../../lib/index.js";
+import { baseOptions } from "../helpers/docker.js";
+
+const enginePath = process.env.DOCKER_HOST?.startsWith("unix://") ? process.env.DOCKER_HOST.slice(7) : "/var/run/docker.sock";
+const dir = mkdtempSync(path.join(os.tmpdir(), "anvia-tls-"));
+const openssl = (...args) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
+
+// A CA, a server certificate for localhost and 127.0.0.1, a client certificate; and a
+// second CA that signed nothing we trust, for the verification failure.
+function makeCa(name) {
+  openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+    "-subj", `/CN=${name}`, "-keyout", `${name}-key.pem`, "-out", `${name}.pem`);
+}
+function makeCert(name, ca, ext) {
+  writeFileSync(path.join(dir, `${name}.ext`), ext);
+  openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", `/CN=${name}`,
+    "-keyout", `${name}-key.pem`, "-out", `${name}.csr`);
+  openssl("x509", "-req", "-in", `${name}.csr`, "-CA", `${ca}.pem`, "-CAkey", `${ca}-key.pem`, "-CAcreateserial",
+    "-days", "2", "-extfile", `${name}.ext`, "-out", `${name}.pem`);
+}
+makeCa("ca");
+makeCa("otherca");
+makeCert("server", "ca", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
+makeCert("client", "ca", "extendedKeyUsage=clientAuth\n");
+makeCert("stranger", "otherca", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
+const read = (name) => readFileSync(path.join(dir, name));
+
+// DOCKER_CERT_PATH layouts: the right CA with the client certificate, the right CA
+// without one, and the wrong CA.
+function certDir(name, files) {
+  const d = path.join(dir, name);
+  mkdirSync(d);
+  for (const [to, from] of Object.entries(files)) copyFileSync(path.join(dir, from), path.join(d, to));
+  return d;
+}
+const goodCerts = certDir("good", { "ca.pem": "ca.pem", "cert.pem": "client.pem", "key.pem": "client-key.pem" });
+const noClientCert = certDir("noclient", { "ca.pem": "ca.pem" });
+const wrongCa = certDir("wrongca", { "ca.pem": "otherca.pem", "cert.pem": "client.pem", "key.pem": "client-key.pem" });
+
+const serverContext = (certName) => ({ key: read(`${certName}-key.pem`), cert: read(`${certName}.pem`) });
+
+// The proxy: TLS with a required client certificate in front, the engine's socket behind.
+let handshakes = 0;
+const sockets = new Set();
+const server = tls.createServer(
+  { ...serverContext("server"), ca: read("ca.pem"), requestCert: true, rejectUnauthorized: true, allowHalfOpen: true },
+  (client) => {
+    handshakes++;
+    const engine = net.connect({ path: enginePath, allowHalfOpen: true });
+    for (const s of [client, engine]) {
+      sockets.add(s);
+      s.on("close", () => sockets.delete(s));
+      s.on("error", () => {
+        client.destroy();
+        engine.destroy();
+      });
+    }
+    client.pipe(engine);
+    engine.pipe(client);
+  },
+);
+await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+const port = server.address().port;
+
+test.after(() => {
+  for (const s of sockets) s.destroy();
+  server.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+// A client resolves its endpoint (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH, ...)
+// at its first call, as the CLI does at each command: the environment is set for each
+// client before that call, and restored when the file is done.
+const TLS_VARS = ["DOCKER_TLS_VERIFY", "DOCKER_TLS", "DOCKER_CERT_PATH"];
+const savedEnv = Object.fromEntries(TLS_VARS.map((k) => [k, process.env[k]]));
+test.after(() => {
+  for (const [k, v] of Object.entries(savedEnv)) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+});
+function tlsClient(host, env) {
+  for (const k of TLS_VARS) delete process.env[k];
+  Object.assign(process.env, env);
+  return new DockerSandboxClient({ host });
+}
+
+const text = (bytes) => new TextDecoder().decode(bytes);
+
+test("everything works over TLS with a client certificate: requests, exec with stdin, streams, processes", { timeout: 180_000 }, async (t) => {
+  const client = tlsClient(`tcp://localhost:${port}`, { DOCKER_TLS_VERIFY: "1", DOCKER_CERT_PATH: goodCerts });
+  const before = handshakes;
+  const sandbox = await client.createSandbox(
+    baseOptions({ files: { "hello.txt": "over TLS\n" }, runtime: { maxOutputBytes: 8 * 1024 * 1024 } }),
+  );
+  t.after(() => sandbox.destroy());
+  const rt = sandbox.runtime;
+  assert.equal(text(await rt.readFile({ path: "hello.txt" })), "over TLS\n");
+
+  const echo = await rt.exec({ command: "sh", args: ["-c", "echo out; echo err >&2; exit 3"] });
+  assert.deepEqual([echo.status, echo.exitCode, text(echo.stdout), text(echo.stderr)], ["exited", 3, "out\n", "err\n"]);
+
+  // stdin: 3 MiB in, the count and a digest back; then a command that never reads it.
+  const input = new Uint8Array(3 * 1024 * 1024).map((_, i) => (i * 31) & 0xff);
+  const counted = await rt.exec({ command: "sh", args: ["-c", "wc -c | tr -d ' '"], input });
+  assert.equal(text(counted.stdout), `${input.length}\n`);
+  const ignored = await rt.exec({ command: "true", input });
+  assert.equal(ignored.exitCode, 0);
+
+  // ~5 MiB out through the TLS session, whole and in order.
+  const big = await rt.exec({ command: "seq", args: ["1", "700000"], timeoutMs: 60_000 });
+  const expected = Array.from({ length: 700000 }, (_, i) => `${i + 1}\n`).join("");
+  assert.equal(big.stdoutTruncated, false);
+  assert.equal(big.stdout.length, expected.length);
+  assert.ok(text(big.stdout) === expected, "the output differs from seq's");
+
+  const events = [];
+  for await (const event of rt.execStream({ command: "sh", args: ["-c", "echo a; echo b >&2; echo c"] })) events.push(event);
+  assert.deepEqual(events.filter((e) => e.type === "stdout").map((e) => text(e.data)).join(""), "a\nc\n");
+  assert.equal(events.at(-1).type, "result");
+
+  // A timeout still ends the command's whole tree (the kill runs as another exec).
+  const slow = await rt.exec({ command: "sleep", args: ["30"], timeoutMs: 500 });
+  assert.equal(slow.status, "timed_out");
+
+  const proc = await rt.startProcess({ command: "sh", args: ["-c", "echo started; sleep 60"] });
+  const stopped = await rt.stopProcess({ processId: proc.id, gracePeriodMs: 500 });
+  assert.equal(stopped.status, "stopped");
+  const ps = await rt.exec({ command: "ps", args: ["-eo", "args"] });
+  assert.doesNotMatch(text(ps.stdout), /sleep (30|60)/);
+
+  // Each exec made its own TLS connection to the proxy (requests reuse libcurl's).
+  t.diagnostic(`TLS handshakes at the proxy: ${handshakes - before}`);
+  assert.ok(handshakes - before >= 6, `only ${handshakes - before} TLS connections were made`);
+});
+
+test("without DOCKER_TLS_VERIFY (DOCKER_TLS only) an unknown server certificate is accepted", { timeout: 120_000 }, async (t) => {
+  server.setSecureContext({ ...serverContext("stranger"), ca: read("ca.pem") });
+  t.after(() => server.setSecureContext({ ...serverContext("server"), ca: read("ca.pem") }));
+  const client = tlsClient(`tcp://127.0.0.1:${port}`, { DOCKER_TLS: "1", DOCKER_CERT_PATH: goodCerts });
+  const sandbox = await client.createSandbox(baseOptions());
+  t.after(() => sandbox.destroy());
+  const r = await sandbox.runtime.exec({ command: "echo", args: ["unverified"], input: "x" });
+  assert.equal(text(r.stdout), "unverified\n");
+});
+
+test("a server certificate from another CA is docker_unavailable, for requests and for exec connections", { timeout: 120_000 }, async (t) => {
+  const client = tlsClient(`tcp://localhost:${port}`, { DOCKER_TLS_VERIFY: "1", DOCKER_CERT_PATH: wrongCa });
+  await assert.rejects(client.pullImage({ image: "anvia-sandbox/bookworm:local" }), (e) => {
+    assert.ok(e instanceof DockerSandboxError);
+    assert.equal(e.code, "docker_unavailable");
+    assert.match(e.message, new RegExp(`tcp://localhost:${port}`));
+    return true;
+  });
+
+  // The exec connection verifies on its own: the requests go over a connection made while
+  // the right certificate was served, the exec's new connection meets the wrong one.
+  const good = tlsClient(`tcp://localhost:${port}`, { DOCKER_TLS_VERIFY: "1", DOCKER_CERT_PATH: goodCerts });
+  const sandbox = await good.createSandbox(baseOptions());
+  t.after(() => sandbox.destroy());
+  server.setSecureContext({ ...serverContext("stranger"), ca: read("ca.pem") });
+  try {
+    await assert.rejects(sandbox.runtime.exec({ command: "true" }), (e) => {
+      t.diagnostic(e.message);
+      assert.equal(e.code, "docker_unavailable");
+      assert.match(e.message, /certificate/i);
+      return true;
+    });
+  } finally {
+    server.setSecureContext({ ...serverContext("server"), ca: read("ca.pem") });
+  }
+  const after = await sandbox.runtime.exec({ command: "echo", args: ["again"] });
+  assert.equal(text(after.stdout), "again\n");
+});
+
+test("an engine that requires a client certificate refuses a client without one", { timeout: 60_000 }, async () => {
+  const before = handshakes;
+  const client = tlsClient(`tcp://localhost:${port}`, { DOCKER_TLS_VERIFY: "1", DOCKER_CERT_PATH: noClientCert });
+  await assert.rejects(client.pullImage({ image: "anvia-sandbox/bookworm:local" }), (e) => {
+    assert.ok(e instanceof DockerSandboxError);
+    assert.ok(["docker_unavailable", "docker_command_failed"].includes(e.code), e.code);
+    return true;
+  });
+  assert.equal(handshakes, before, "a connection without a client certificate reached the engine");
+});
+
+test("a client certificate that cannot be loaded fails before any connection", { timeout: 60_000 }, async () => {
+  const broken = certDir("broken", { "ca.pem": "ca.pem", "cert.pem": "client.pem" });
+  writeFileSync(path.join(broken, "key.pem"), "not a key\n");
+  const client = tlsClient(`tcp://localhost:${port}`, { DOCKER_TLS_VERIFY: "1", DOCKER_CERT_PATH: broken });
+  await assert.rejects(client.pullImage({ image: "anvia-sandbox/bookworm:local" }), (e) => e.code === "docker_unavailable");
+});
