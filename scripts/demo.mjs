@@ -109,6 +109,13 @@ try {
   const started2 = await call("start_process", { command: "busybox", args: ["httpd", "-f", "-v", "-p", "8080", "-h", "www"] });
   await call("wait_for_port", { containerPort: 8080, timeoutMs: 10_000 });
   await fetch(`http://127.0.0.1:${port.hostPort}/`).then((r) => r.text());
+  // httpd logs a request after answering it, and the line comes back on the process's
+  // output stream: give it a moment (as a model would retry) before reading the logs.
+  for (let i = 0; i < 50; i++) {
+    const logs = await sandbox.runtime.readProcessLogs({ processId: started2.id });
+    if (decode(logs.stderr).includes("response:")) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
   await call("read_process_logs", { processId: started2.id, tailBytes: 200 });
   await call("stop_process", { processId: started2.id });
   try {
