@@ -14,6 +14,7 @@
 #include "op.h"
 #include "procmgr.h"
 #include "trace.h"
+#include "runtime_ops.h"
 
 int js_enter(addon_t *a, js_scope_t *s) {
   s->ok = 0;
@@ -144,11 +145,8 @@ static napi_value init(napi_env env, napi_value exports) {
   };
   if (napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns) != napi_ok) return NULL;
   sandbox_register(env, exports);
-  exec_register(env, exports);
+  runtime_ops_register(env, exports);
   files_register(env, exports);
-  listing_register(env, exports);
-  procmgr_register(env, exports);
-  ports_register(env, exports);
   exports_text_register(env, exports);
   exports_codec_register(env, exports);
   return exports;

@@ -28,9 +28,6 @@ napi_value text_page_to_js(napi_env env, const struct text_page *page);
 void exports_text_register(napi_env env, napi_value exports);
 void exports_codec_register(napi_env env, napi_value exports);
 void sandbox_register(napi_env env, napi_value exports);
-void exec_register(napi_env env, napi_value exports);
 void files_register(napi_env env, napi_value exports);
-void listing_register(napi_env env, napi_value exports);
-void ports_register(napi_env env, napi_value exports);
 
 #endif

@@ -8,15 +8,10 @@
 #include "napi_util.h"
 #include "paths.h"
 
-int args_read(napi_env env, napi_callback_info info, call_args_t *in) {
-  in->argc = 4;
-  if (napi_get_cb_info(env, info, &in->argc, in->argv, NULL, NULL) != napi_ok) {
-    nu_throw_status(env, "napi_get_cb_info");
-    return -1;
-  }
-  for (size_t i = in->argc; i < 4; i++) in->argv[i] = nu_undefined(env);
-  in->sb = sandbox_from_js(env, in->argv[0]);
-  if (in->sb == NULL) return -1;
+int args_read(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc, call_args_t *in) {
+  in->argc = argc < 4 ? argc : 4;
+  for (size_t i = 0; i < 4; i++) in->argv[i] = i < in->argc ? argv[i] : nu_undefined(env);
+  in->sb = sb;
   in->options = in->argv[1];
   if (!nu_is_record(env, in->options)) {
     err_t err;

@@ -20,8 +20,9 @@ typedef struct call_args {
   napi_value options;
 } call_args_t;
 
-/* (sandbox, options, ...): 0, or -1 with a JavaScript exception pending. */
-int args_read(napi_env env, napi_callback_info info, call_args_t *in);
+/* The (sandbox, options, ...) of a runtime entry (runtime_ops.h), sb already found:
+ * checks the options object. 0, or -1 with a JavaScript exception pending. */
+int args_read(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc, call_args_t *in);
 /* normalizeSandboxPath(value, { allowRoot }) of a JS value, NULs kept; a non-string is a
  * TypeError "<name> must be a string.". */
 char *args_sandbox_path(napi_env env, napi_value v, const char *name, int allow_root, err_t *err);

@@ -14,6 +14,7 @@
 #include "op.h"
 #include "opts.h"
 #include "paths.h"
+#include "runtime_ops.h"
 
 typedef struct exec_op {
   op_t op;
@@ -155,15 +156,10 @@ static void exec_destroy(op_t *o) {
 
 static const op_vtable_t exec_vt = {"exec", exec_start, exec_cancel, exec_result_value, exec_destroy, exec_control};
 
-/* native.prepareExec(sandbox, options) -> token. */
-static napi_value js_prepare_exec(napi_env env, napi_callback_info info) {
+/* native.prepareExec(sandbox, options) -> token (through runtime_ops.c). */
+napi_value exec_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   addon_t *a = addon_get(env);
-  size_t argc = 2;
-  napi_value argv[2];
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   /* Not args_read: exec's options check is part of validateExecOptions, in order. */
-  sandbox_t *sb = sandbox_from_js(env, argv[0]);
-  if (sb == NULL) return NULL;
   err_t err;
   err_init(&err);
   exec_op_t *op = (exec_op_t *)op_alloc(a, &exec_vt, sizeof(exec_op_t));
@@ -178,11 +174,4 @@ static napi_value js_prepare_exec(napi_env env, napi_callback_info info) {
     return nu_throw_err(a, &err);
   }
   return op_token(&op->op);
-}
-
-void exec_register(napi_env env, napi_value exports) {
-  napi_property_descriptor fns[] = {
-      {"prepareExec", NULL, js_prepare_exec, NULL, NULL, NULL, napi_default, NULL},
-  };
-  napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
 }

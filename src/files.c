@@ -26,6 +26,7 @@
 #include "tar.h"
 #include "textpage.h"
 #include "upload.h"
+#include "runtime_ops.h"
 
 /* Room for the tar headers (pax records included) around the file's bytes. */
 #define ARCHIVE_OVERHEAD (64 * 1024)
@@ -218,11 +219,10 @@ static void write_destroy(op_t *o) {
 static const op_vtable_t write_vt = {"writeFile", write_start, write_cancel, NULL, write_destroy, NULL};
 
 /* native.prepareWriteFile(sandbox, options, isText): the original's checks, in order. */
-static napi_value js_prepare_write(napi_env env, napi_callback_info info) {
+napi_value files_prepare_write(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   addon_t *a = addon_get(env);
   call_args_t in;
-  if (args_read(env, info, &in) != 0) return NULL;
-  sandbox_t *sb = in.sb;
+  if (args_read(env, sb, argv, argc, &in) != 0) return NULL;
   napi_value options = in.options;
   bool is_text = false;
   napi_get_value_bool(env, in.argv[2], &is_text);
@@ -455,11 +455,10 @@ static void read_destroy(op_t *o) {
 static const op_vtable_t read_vt = {"readFile", read_start, read_cancel, read_result, read_destroy, NULL};
 
 /* native.prepareReadFile(sandbox, options): assertReadOptions of the original. */
-static napi_value js_prepare_read(napi_env env, napi_callback_info info) {
+napi_value files_prepare_read(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   addon_t *a = addon_get(env);
   call_args_t in;
-  if (args_read(env, info, &in) != 0) return NULL;
-  sandbox_t *sb = in.sb;
+  if (args_read(env, sb, argv, argc, &in) != 0) return NULL;
   napi_value options = in.options;
   err_t err;
   err_init(&err);
@@ -541,8 +540,6 @@ static napi_value js_text_file_page(napi_env env, napi_callback_info info) {
 
 void files_register(napi_env env, napi_value exports) {
   napi_property_descriptor fns[] = {
-      {"prepareWriteFile", NULL, js_prepare_write, NULL, NULL, NULL, napi_default, NULL},
-      {"prepareReadFile", NULL, js_prepare_read, NULL, NULL, NULL, napi_default, NULL},
       {"textPageOptions", NULL, js_text_page_options, NULL, NULL, NULL, napi_default, NULL},
       {"textFilePage", NULL, js_text_file_page, NULL, NULL, NULL, napi_default, NULL},
   };

@@ -15,6 +15,7 @@
 #include "napi_util.h"
 #include "op.h"
 #include "paths.h"
+#include "runtime_ops.h"
 
 typedef struct list_op {
   op_t op;
@@ -141,11 +142,10 @@ static void list_destroy(op_t *o) {
 static const op_vtable_t list_vt = {"listFiles", list_start, list_cancel, list_result, list_destroy, NULL};
 
 /* native.prepareListFiles(sandbox, options) */
-static napi_value js_prepare_list(napi_env env, napi_callback_info info) {
+napi_value listing_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   addon_t *a = addon_get(env);
   call_args_t in;
-  if (args_read(env, info, &in) != 0) return NULL;
-  sandbox_t *sb = in.sb;
+  if (args_read(env, sb, argv, argc, &in) != 0) return NULL;
   err_t err;
   err_init(&err);
   /* options.path ?? "." */
@@ -166,11 +166,4 @@ static napi_value js_prepare_list(napi_env env, napi_callback_info info) {
   sandbox_ref(sb);
   op->target = target;
   return op_token(&op->op);
-}
-
-void listing_register(napi_env env, napi_value exports) {
-  napi_property_descriptor fns[] = {
-      {"prepareListFiles", NULL, js_prepare_list, NULL, NULL, NULL, napi_default, NULL},
-  };
-  napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
 }

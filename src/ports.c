@@ -14,6 +14,7 @@
 #include "napi_util.h"
 #include "op.h"
 #include "opts.h"
+#include "runtime_ops.h"
 
 /* The original's probe, run in a loop: exit 0 as soon as the port listens. */
 static const char PROBE_LOOP[] =
@@ -128,11 +129,10 @@ static void port_destroy(op_t *o) {
 static const op_vtable_t port_vt = {"waitForPort", port_start, port_cancel, port_result, port_destroy, NULL};
 
 /* native.prepareWaitForPort(sandbox, options): the original's checks, in order. */
-static napi_value js_prepare_wait(napi_env env, napi_callback_info info) {
+napi_value ports_prepare_wait(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   addon_t *a = addon_get(env);
   call_args_t in;
-  if (args_read(env, info, &in) != 0) return NULL;
-  sandbox_t *sb = in.sb;
+  if (args_read(env, sb, argv, argc, &in) != 0) return NULL;
   napi_value options = in.options;
   err_t err;
   err_init(&err);
@@ -172,11 +172,4 @@ static napi_value js_prepare_wait(napi_env env, napi_callback_info info) {
   op->timeout_ms = timeout;
   op->interval_ms = interval;
   return op_token(&op->op);
-}
-
-void ports_register(napi_env env, napi_value exports) {
-  napi_property_descriptor fns[] = {
-      {"prepareWaitForPort", NULL, js_prepare_wait, NULL, NULL, NULL, napi_default, NULL},
-  };
-  napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
 }

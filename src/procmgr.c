@@ -20,6 +20,7 @@
 #include "paths.h"
 #include "tail.h"
 #include "timer.h"
+#include "runtime_ops.h"
 
 /* The original's launcher and wrapper, byte for byte. */
 static const char LAUNCHER[] =
@@ -827,11 +828,10 @@ static void start_destroy(op_t *o) {
 static const op_vtable_t start_vt = {"startProcess", start_start, start_cancel, start_result, start_destroy, NULL};
 
 /* native.prepareStartProcess(sandbox, options): validateProcessStartOptions. */
-static napi_value js_prepare_start(napi_env env, napi_callback_info info) {
+napi_value procmgr_prepare_start(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   addon_t *a = addon_get(env);
   call_args_t in;
-  if (args_read(env, info, &in) != 0) return NULL;
-  sandbox_t *sb = in.sb;
+  if (args_read(env, sb, argv, argc, &in) != 0) return NULL;
   napi_value options = in.options;
   err_t err;
   err_init(&err);
@@ -1028,11 +1028,10 @@ static stop_op_t *new_stop_op(napi_env env, sandbox_t *sb) {
 }
 
 /* native.prepareStopProcess(sandbox, options): assertOptionsObject, processId, gracePeriodMs. */
-static napi_value js_prepare_stop(napi_env env, napi_callback_info info) {
+napi_value procmgr_prepare_stop(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   addon_t *a = addon_get(env);
   call_args_t in;
-  if (args_read(env, info, &in) != 0) return NULL;
-  sandbox_t *sb = in.sb;
+  if (args_read(env, sb, argv, argc, &in) != 0) return NULL;
   napi_value options = in.options;
   err_t err;
   err_init(&err);
@@ -1053,12 +1052,9 @@ static napi_value js_prepare_stop(napi_env env, napi_callback_info info) {
 }
 
 /* native.prepareDisposeProcesses(sandbox) */
-static napi_value js_prepare_dispose(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  sandbox_t *sb = sandbox_from_js(env, argv[0]);
-  if (sb == NULL) return NULL;
+napi_value procmgr_prepare_dispose(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+  (void)argv;
+  (void)argc;
   stop_op_t *op = new_stop_op(env, sb);
   if (op == NULL) {
     napi_throw_error(env, NULL, "Out of memory.");
@@ -1087,12 +1083,9 @@ static procmgr_t *active_manager(napi_env env, sandbox_t *sb) {
 }
 
 /* native.listProcesses(sandbox) */
-static napi_value js_list(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  sandbox_t *sb = sandbox_from_js(env, argv[0]);
-  if (sb == NULL) return NULL;
+napi_value procmgr_list(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+  (void)argv;
+  (void)argc;
   procmgr_t *pm = active_manager(env, sb);
   if (pm == NULL) return NULL;
   napi_value arr;
@@ -1103,12 +1096,7 @@ static napi_value js_list(napi_env env, napi_callback_info info) {
 }
 
 /* native.processLogs(sandbox, processId, tailBytes | undefined) */
-static napi_value js_logs(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  sandbox_t *sb = sandbox_from_js(env, argv[0]);
-  if (sb == NULL) return NULL;
+napi_value procmgr_logs(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   procmgr_t *pm = active_manager(env, sb);
   if (pm == NULL) return NULL;
   char *id = nu_strdup(env, argv[1]);
@@ -1142,15 +1130,4 @@ static napi_value js_logs(napi_env env, napi_callback_info info) {
   napi_set_named_property(env, o, "stdoutTruncated", nu_bool(env, truncated[0]));
   napi_set_named_property(env, o, "stderrTruncated", nu_bool(env, truncated[1]));
   return o;
-}
-
-void procmgr_register(napi_env env, napi_value exports) {
-  napi_property_descriptor fns[] = {
-      {"prepareStartProcess", NULL, js_prepare_start, NULL, NULL, NULL, napi_default, NULL},
-      {"prepareStopProcess", NULL, js_prepare_stop, NULL, NULL, NULL, napi_default, NULL},
-      {"prepareDisposeProcesses", NULL, js_prepare_dispose, NULL, NULL, NULL, napi_default, NULL},
-      {"listProcesses", NULL, js_list, NULL, NULL, NULL, napi_default, NULL},
-      {"processLogs", NULL, js_logs, NULL, NULL, NULL, napi_default, NULL},
-  };
-  napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
 }

@@ -24,6 +24,5 @@ typedef struct procmgr procmgr_t;
 procmgr_t *procmgr_new(sandbox_t *sb);
 void procmgr_free(procmgr_t *pm);
 
-void procmgr_register(napi_env env, napi_value exports);
 
 #endif

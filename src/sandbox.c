@@ -12,6 +12,7 @@
 #include "napi_util.h"
 #include "op.h"
 #include "procmgr.h"
+#include "runtime_ops.h"
 
 sandbox_t *sandbox_new(addon_t *a, engine_t *eng) {
   sandbox_t *s = calloc(1, sizeof(*s));
@@ -20,6 +21,7 @@ sandbox_t *sandbox_new(addon_t *a, engine_t *eng) {
   s->addon = a;
   s->eng = eng;
   engine_ref(eng);
+  s->ops = &engine_runtime_ops; /* the only implementation so far */
   return s;
 }
 

@@ -19,6 +19,7 @@
 #include "runspec.h"
 
 struct procmgr;
+struct runtime_ops;
 
 typedef struct sandbox {
   int refs;
@@ -40,6 +41,7 @@ typedef struct sandbox {
   int owner_known;
   uint32_t uid, gid; /* owner given to files and directories written through the API */
   struct procmgr *procs;
+  const struct runtime_ops *ops; /* how its runtime operations are carried out (runtime_ops.h) */
 } sandbox_t;
 
 sandbox_t *sandbox_new(addon_t *a, engine_t *eng);
