@@ -12,9 +12,8 @@
 #include "napi_util.h"
 #include "exec.h"
 #include "op.h"
-#include "procmgr.h"
-#include "trace.h"
 #include "runtime_ops.h"
+#include "trace.h"
 
 int js_enter(addon_t *a, js_scope_t *s) {
   s->ok = 0;

@@ -23,10 +23,10 @@
 #include "owner.h"
 #include "paths.h"
 #include "pathstat.h"
+#include "runtime_ops.h"
 #include "tar.h"
 #include "textpage.h"
 #include "upload.h"
-#include "runtime_ops.h"
 
 /* Room for the tar headers (pax records included) around the file's bytes. */
 #define ARCHIVE_OVERHEAD (64 * 1024)

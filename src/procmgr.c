@@ -18,9 +18,9 @@
 #include "op.h"
 #include "opts.h"
 #include "paths.h"
+#include "runtime_ops.h"
 #include "tail.h"
 #include "timer.h"
-#include "runtime_ops.h"
 
 /* The original's launcher and wrapper, byte for byte. */
 static const char LAUNCHER[] =
