@@ -56,6 +56,24 @@ const serverContext = (certName) => ({ key: read(`${certName}-key.pem`), cert: r
 // The proxy: TLS with a required client certificate in front, the engine's socket behind.
 let handshakes = 0;
 const sockets = new Set();
+// fault, for the fault cases: "cut" drops the next new connection before its handshake;
+// "hang-up" closes the next connection whose first request is an exec start (an exec's
+// own connection, after the handshake). Each applies once.
+let fault = null;
+// The exec connections open at the proxy, by request line.
+const openExecs = new Set();
+// Waits until no exec connection has been open for a quarter second (a failed exec may
+// still end its command's tree with an exec of its own, in the background). One the
+// library leaves open fails the test after 10 s.
+async function settle() {
+  const deadline = Date.now() + 10_000;
+  for (let quiet = 0; quiet < 5; ) {
+    assert.ok(Date.now() < deadline, `exec connections still open: ${[...openExecs].join(", ")}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    quiet = openExecs.size === 0 ? quiet + 1 : 0;
+  }
+}
+const isExecStart = (chunk) => /^POST \/v[\d.]+\/exec\/[^/]+\/start /.test(chunk.toString("latin1"));
 const server = tls.createServer(
   { ...serverContext("server"), ca: read("ca.pem"), requestCert: true, rejectUnauthorized: true, allowHalfOpen: true },
   (client) => {
@@ -69,10 +87,37 @@ const server = tls.createServer(
         engine.destroy();
       });
     }
-    client.pipe(engine);
+    client.once("data", (first) => {
+      if (isExecStart(first)) {
+        const line = first.toString("latin1").split("\r\n")[0];
+        openExecs.add(line);
+        client.on("close", () => openExecs.delete(line));
+      }
+      if (fault === "hang-up" && isExecStart(first)) {
+        fault = null;
+        client.destroy();
+        engine.destroy();
+        return;
+      }
+      engine.write(first);
+      client.pipe(engine);
+    });
     engine.pipe(client);
+    // When the engine ends its side (an exec's command is over), it reads no more stdin;
+    // dockerd closes such a connection. Stop forwarding and drain, so stdin still in
+    // flight (a command that never read its 3 MiB) cannot hold the proxy's socket open.
+    engine.on("end", () => {
+      client.unpipe(engine);
+      engine.end();
+      client.resume();
+    });
   },
 );
+server.on("connection", (raw) => {
+  if (fault !== "cut") return;
+  fault = null;
+  raw.destroy();
+});
 await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
 const port = server.address().port;
 
@@ -143,9 +188,11 @@ test("everything works over TLS with a client certificate: requests, exec with s
   const ps = await rt.exec({ command: "ps", args: ["-eo", "args"] });
   assert.doesNotMatch(text(ps.stdout), /sleep (30|60)/);
 
-  // Each exec made its own TLS connection to the proxy (requests reuse libcurl's).
+  // Each exec made its own TLS connection to the proxy (requests reuse libcurl's), and
+  // closed it when done.
   t.diagnostic(`TLS handshakes at the proxy: ${handshakes - before}`);
   assert.ok(handshakes - before >= 6, `only ${handshakes - before} TLS connections were made`);
+  await settle();
 });
 
 test("without DOCKER_TLS_VERIFY (DOCKER_TLS only) an unknown server certificate is accepted", { timeout: 120_000 }, async (t) => {
@@ -203,4 +250,31 @@ test("a client certificate that cannot be loaded fails before any connection", {
   writeFileSync(path.join(broken, "key.pem"), "not a key\n");
   const client = tlsClient(`tcp://localhost:${port}`, { DOCKER_TLS_VERIFY: "1", DOCKER_CERT_PATH: broken });
   await assert.rejects(client.pullImage({ image: "anvia-sandbox/bookworm:local" }), (e) => e.code === "docker_unavailable");
+});
+
+test("an exec connection cut during the TLS handshake, or hung up on after its request: clean errors, the next exec works", { timeout: 120_000 }, async (t) => {
+  const client = tlsClient(`tcp://localhost:${port}`, { DOCKER_TLS_VERIFY: "1", DOCKER_CERT_PATH: goodCerts });
+  const sandbox = await client.createSandbox(baseOptions());
+  t.after(() => sandbox.destroy());
+  // libcurl's requests keep their warm connection; the exec's own connection is the next
+  // new one, and meets the fault.
+  fault = "cut";
+  await assert.rejects(sandbox.runtime.exec({ command: "true" }), (e) => {
+    t.diagnostic(e.message);
+    assert.ok(e instanceof DockerSandboxError);
+    assert.equal(e.code, "docker_unavailable");
+    return true;
+  });
+  assert.equal(fault, null, "the fault was not met");
+  await settle();
+  fault = "hang-up";
+  await assert.rejects(sandbox.runtime.exec({ command: "true", input: "x" }), (e) => {
+    t.diagnostic(e.message);
+    assert.ok(e instanceof DockerSandboxError);
+    assert.equal(e.code, "docker_command_failed");
+    return true;
+  });
+  assert.equal(fault, null, "the fault was not met");
+  const after = await sandbox.runtime.exec({ command: "echo", args: ["fine"] });
+  assert.equal(text(after.stdout), "fine\n");
 });
