@@ -8,19 +8,13 @@
 #include "napi_util.h"
 #include "paths.h"
 
-int args_read(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc, call_args_t *in) {
-  in->argc = argc < 4 ? argc : 4;
-  for (size_t i = 0; i < 4; i++) in->argv[i] = i < in->argc ? argv[i] : nu_undefined(env);
-  in->sb = sb;
-  in->options = in->argv[1];
-  if (!nu_is_record(env, in->options)) {
-    err_t err;
-    err_init(&err);
-    err_type(&err, "options must be an object.");
-    nu_throw_err(addon_get(env), &err);
-    return -1;
-  }
-  return 0;
+napi_value args_options(napi_env env, napi_value *argv) {
+  if (nu_is_record(env, argv[1])) return argv[1];
+  err_t err;
+  err_init(&err);
+  err_type(&err, "options must be an object.");
+  nu_throw_err(addon_get(env), &err);
+  return NULL;
 }
 
 char *args_sandbox_path(napi_env env, napi_value v, const char *name, int allow_root, err_t *err) {

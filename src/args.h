@@ -1,7 +1,8 @@
 /*
  * args.h - reading the arguments of the runtime's native.prepareX(sandbox, options, ...)
- * calls: the sandbox token, the options object (the original's "options must be an
- * object."), sandbox paths and string arrays, with the original's messages.
+ * calls once runtime_ops.c has found the sandbox: the options object (the original's
+ * "options must be an object."), sandbox paths and string arrays, with the original's
+ * messages.
  *
  * Owns: nothing; strings and arrays returned are the caller's.
  */
@@ -13,16 +14,9 @@
 #include "err.h"
 #include "sandbox.h"
 
-typedef struct call_args {
-  napi_value argv[4];
-  size_t argc;
-  sandbox_t *sb;
-  napi_value options;
-} call_args_t;
-
-/* The (sandbox, options, ...) of a runtime entry (runtime_ops.h), sb already found:
- * checks the options object. 0, or -1 with a JavaScript exception pending. */
-int args_read(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc, call_args_t *in);
+/* The options object of a runtime entry's (sandbox, options, ...) (runtime_ops.h), or
+ * NULL with the original's TypeError "options must be an object." pending. */
+napi_value args_options(napi_env env, napi_value *argv);
 /* normalizeSandboxPath(value, { allowRoot }) of a JS value, NULs kept; a non-string is a
  * TypeError "<name> must be a string.". */
 char *args_sandbox_path(napi_env env, napi_value v, const char *name, int allow_root, err_t *err);

@@ -159,7 +159,7 @@ static const op_vtable_t exec_vt = {"exec", exec_start, exec_cancel, exec_result
 /* native.prepareExec(sandbox, options) -> token (through runtime_ops.c). */
 napi_value exec_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   addon_t *a = addon_get(env);
-  /* Not args_read: exec's options check is part of validateExecOptions, in order. */
+  /* Not args_options: exec's options check is part of validateExecOptions, in order. */
   err_t err;
   err_init(&err);
   exec_op_t *op = (exec_op_t *)op_alloc(a, &exec_vt, sizeof(exec_op_t));

@@ -221,11 +221,10 @@ static const op_vtable_t write_vt = {"writeFile", write_start, write_cancel, NUL
 /* native.prepareWriteFile(sandbox, options, isText): the original's checks, in order. */
 napi_value files_prepare_write(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   addon_t *a = addon_get(env);
-  call_args_t in;
-  if (args_read(env, sb, argv, argc, &in) != 0) return NULL;
-  napi_value options = in.options;
+  napi_value options = args_options(env, argv);
+  if (options == NULL) return NULL;
   bool is_text = false;
-  napi_get_value_bool(env, in.argv[2], &is_text);
+  napi_get_value_bool(env, argv[2], &is_text);
   err_t err;
   err_init(&err);
   uint8_t *bytes = NULL;
@@ -457,9 +456,8 @@ static const op_vtable_t read_vt = {"readFile", read_start, read_cancel, read_re
 /* native.prepareReadFile(sandbox, options): assertReadOptions of the original. */
 napi_value files_prepare_read(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   addon_t *a = addon_get(env);
-  call_args_t in;
-  if (args_read(env, sb, argv, argc, &in) != 0) return NULL;
-  napi_value options = in.options;
+  napi_value options = args_options(env, argv);
+  if (options == NULL) return NULL;
   err_t err;
   err_init(&err);
   char *path = args_sandbox_path(env, nu_get(env, options, "path"), "path", 0, &err);

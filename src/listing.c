@@ -144,12 +144,12 @@ static const op_vtable_t list_vt = {"listFiles", list_start, list_cancel, list_r
 /* native.prepareListFiles(sandbox, options) */
 napi_value listing_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   addon_t *a = addon_get(env);
-  call_args_t in;
-  if (args_read(env, sb, argv, argc, &in) != 0) return NULL;
+  napi_value options = args_options(env, argv);
+  if (options == NULL) return NULL;
   err_t err;
   err_init(&err);
   /* options.path ?? "." */
-  napi_value p = nu_get(env, in.options, "path");
+  napi_value p = nu_get(env, options, "path");
   if (nu_is_undefined(env, p) || nu_typeof(env, p) == napi_null) p = nu_string(env, ".");
   char *norm = args_sandbox_path(env, p, "path", 1, &err);
   if (norm == NULL) return nu_throw_err(a, &err);

@@ -131,9 +131,8 @@ static const op_vtable_t port_vt = {"waitForPort", port_start, port_cancel, port
 /* native.prepareWaitForPort(sandbox, options): the original's checks, in order. */
 napi_value ports_prepare_wait(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   addon_t *a = addon_get(env);
-  call_args_t in;
-  if (args_read(env, sb, argv, argc, &in) != 0) return NULL;
-  napi_value options = in.options;
+  napi_value options = args_options(env, argv);
+  if (options == NULL) return NULL;
   err_t err;
   err_init(&err);
   napi_value cp = nu_get(env, options, "containerPort");

@@ -830,9 +830,8 @@ static const op_vtable_t start_vt = {"startProcess", start_start, start_cancel, 
 /* native.prepareStartProcess(sandbox, options): validateProcessStartOptions. */
 napi_value procmgr_prepare_start(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   addon_t *a = addon_get(env);
-  call_args_t in;
-  if (args_read(env, sb, argv, argc, &in) != 0) return NULL;
-  napi_value options = in.options;
+  napi_value options = args_options(env, argv);
+  if (options == NULL) return NULL;
   err_t err;
   err_init(&err);
   char **args = NULL, *cwd_norm = NULL;
@@ -1030,9 +1029,8 @@ static stop_op_t *new_stop_op(napi_env env, sandbox_t *sb) {
 /* native.prepareStopProcess(sandbox, options): assertOptionsObject, processId, gracePeriodMs. */
 napi_value procmgr_prepare_stop(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   addon_t *a = addon_get(env);
-  call_args_t in;
-  if (args_read(env, sb, argv, argc, &in) != 0) return NULL;
-  napi_value options = in.options;
+  napi_value options = args_options(env, argv);
+  if (options == NULL) return NULL;
   err_t err;
   err_init(&err);
   napi_value pid = nu_get(env, options, "processId");
