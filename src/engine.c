@@ -30,6 +30,7 @@ struct engine {
   char api_version[16];
   engine_waiter_t *waiters;
   http_req_t *ping;
+  tls_ctx_t *tls; /* TLS endpoints: the exec connections' settings, made at the first exec */
 };
 
 static int engine_start_ping(engine_t *e, err_t *err);
@@ -60,6 +61,7 @@ void engine_unref(engine_t *e) {
     http_req_cancel(e->ping);
     http_req_free(e->ping);
   }
+  tls_ctx_free(e->tls);
   endpoint_free(&e->ep);
   free(e->explicit_host);
   free(e);
@@ -67,6 +69,11 @@ void engine_unref(engine_t *e) {
 
 curl_loop_t *engine_curl(engine_t *e) { return e->curl; }
 addon_t *engine_addon(engine_t *e) { return e->addon; }
+
+tls_ctx_t *engine_tls_ctx(engine_t *e, err_t *err) {
+  if (e->tls == NULL) e->tls = tls_ctx_new(&e->ep, engine_display(e), err);
+  return e->tls;
+}
 uv_loop_t *engine_uv(engine_t *e) { return e->uv; }
 const endpoint_t *engine_endpoint(engine_t *e) { return &e->ep; }
 const char *engine_api_version(engine_t *e) { return e->api_version; }

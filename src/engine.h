@@ -24,6 +24,7 @@
 #include "endpoint.h"
 #include "err.h"
 #include "loop.h"
+#include "tlsconn.h"
 
 #define ENGINE_MIN_API_MAJOR 1
 #define ENGINE_MIN_API_MINOR 40
@@ -47,6 +48,9 @@ curl_loop_t *engine_curl(engine_t *e);
 uv_loop_t *engine_uv(engine_t *e);
 /* Valid once the engine is ready (after a waiter was called without error). */
 const endpoint_t *engine_endpoint(engine_t *e);
+/* TLS endpoints, once ready: the settings every exec connection shares (certificates read
+ * at the first call). NULL with err set when they cannot be loaded. */
+tls_ctx_t *engine_tls_ctx(engine_t *e, err_t *err);
 const char *engine_api_version(engine_t *e);
 /* A description for messages: the endpoint if known, else "the Docker engine". */
 const char *engine_display(engine_t *e);

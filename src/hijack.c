@@ -573,6 +573,12 @@ void hijack_resume(hijack_t *h) {
 
 /* ---- connecting ---- */
 
+/* The handshake and the response head are read whatever a consumer asked: pausing
+ * applies to the stream only. */
+static void read_now(hijack_t *h) {
+  if (!h->reading && uv_read_start((uv_stream_t *)&h->handle, on_alloc, on_read) == 0) h->reading = 1;
+}
+
 static void on_head_written(uv_write_t *req, int status) {
   hijack_t *h = req->data;
   if (h->closing) return;
@@ -608,7 +614,7 @@ static void on_connected(uv_connect_t *req, int status) {
       fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine connection failed during an exec%s.", "");
       return;
     }
-    if (!h->reading && uv_read_start((uv_stream_t *)&h->handle, on_alloc, on_read) == 0) h->reading = 1;
+    read_now(h);
     return;
   }
   h->state = H_HEAD;
@@ -618,9 +624,7 @@ static void on_connected(uv_connect_t *req, int status) {
     fail_with(h, CODE_DOCKER_COMMAND_FAILED, "Docker engine connection failed during an exec%s.", "");
     return;
   }
-  start_reading(h);
-  /* Reading the head must not wait for a consumer: pausing applies to the stream only. */
-  if (!h->reading && uv_read_start((uv_stream_t *)&h->handle, on_alloc, on_read) == 0) h->reading = 1;
+  read_now(h);
 }
 
 static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
@@ -665,7 +669,9 @@ static int connect_now(hijack_t *h, err_t *err) {
   const endpoint_t *ep = engine_endpoint(h->eng);
   if (ep->tls && h->tls == NULL) {
     /* Certificates load before any connection is made, so a bad path fails fast. */
-    h->tls = tls_conn_new(ep, engine_display(h->eng), err);
+    tls_ctx_t *ctx = engine_tls_ctx(h->eng, err);
+    if (ctx == NULL) return -1;
+    h->tls = tls_conn_new(ctx, ep, engine_display(h->eng), err);
     if (h->tls == NULL) return -1;
     h->plainbuf = malloc(READ_BUFFER_BYTES);
     if (h->plainbuf == NULL) return err_oom(err);

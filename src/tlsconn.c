@@ -14,7 +14,6 @@
 #include <openssl/x509v3.h>
 
 struct tls_conn {
-  SSL_CTX *ctx;
   SSL *ssl;
   BIO *in;  /* ciphertext from the peer; owned by ssl */
   BIO *out; /* ciphertext for the peer; owned by ssl */
@@ -41,7 +40,49 @@ static int report(tls_conn_t *t, err_t *err, const char *what) {
   return err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "TLS %s with the Docker engine at %s failed: %s", what, t->display, why);
 }
 
-tls_conn_t *tls_conn_new(const endpoint_t *ep, const char *display, err_t *err) {
+tls_ctx_t *tls_ctx_new(const endpoint_t *ep, const char *display, err_t *err) {
+  ERR_clear_error();
+  SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+  if (ctx == NULL) {
+    ERR_clear_error();
+    err_oom(err);
+    return NULL;
+  }
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  if (ep->tls_verify) {
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    /* Like libcurl: the CA file when there is one, else the system's store. */
+    int ok = ep->ca_file != NULL && access(ep->ca_file, R_OK) == 0
+                 ? SSL_CTX_load_verify_locations(ctx, ep->ca_file, NULL)
+                 : SSL_CTX_set_default_verify_paths(ctx);
+    if (ok != 1) {
+      err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "TLS CA certificates for the Docker engine at %s cannot be loaded from %s.",
+                  display, ep->ca_file ? ep->ca_file : "the system store");
+      goto fail;
+    }
+  } else {
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+  }
+  /* The client certificate is optional (an engine may not ask for one); when the files
+   * are there, they must load. */
+  if (ep->cert_file != NULL && ep->key_file != NULL && access(ep->cert_file, R_OK) == 0) {
+    if (SSL_CTX_use_certificate_chain_file(ctx, ep->cert_file) != 1 ||
+        SSL_CTX_use_PrivateKey_file(ctx, ep->key_file, SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
+      err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "TLS client certificate %s or key %s for the Docker engine at %s cannot be loaded.",
+                  ep->cert_file, ep->key_file, display);
+      goto fail;
+    }
+  }
+  return ctx;
+fail:
+  ERR_clear_error();
+  SSL_CTX_free(ctx);
+  return NULL;
+}
+
+void tls_ctx_free(tls_ctx_t *ctx) { SSL_CTX_free(ctx); }
+
+tls_conn_t *tls_conn_new(tls_ctx_t *ctx, const endpoint_t *ep, const char *display, err_t *err) {
   tls_conn_t *t = calloc(1, sizeof(*t));
   if (t == NULL) {
     err_oom(err);
@@ -49,44 +90,15 @@ tls_conn_t *tls_conn_new(const endpoint_t *ep, const char *display, err_t *err) 
   }
   snprintf(t->display, sizeof(t->display), "%s", display);
   ERR_clear_error();
-  t->ctx = SSL_CTX_new(TLS_client_method());
-  if (t->ctx == NULL) goto fail_ssl;
-  SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
-  if (ep->tls_verify) {
-    SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
-    /* Like libcurl: the CA file when there is one, else the system's store. */
-    int ok = ep->ca_file != NULL && access(ep->ca_file, R_OK) == 0
-                 ? SSL_CTX_load_verify_locations(t->ctx, ep->ca_file, NULL)
-                 : SSL_CTX_set_default_verify_paths(t->ctx);
-    if (ok != 1) {
-      err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "TLS CA certificates for the Docker engine at %s cannot be loaded from %s.",
-                  t->display, ep->ca_file ? ep->ca_file : "the system store");
-      goto fail;
-    }
-  } else {
-    SSL_CTX_set_verify(t->ctx, SSL_VERIFY_NONE, NULL);
-  }
-  /* The client certificate is optional (an engine may not ask for one); when the files
-   * are there, they must load. */
-  if (ep->cert_file != NULL && ep->key_file != NULL && access(ep->cert_file, R_OK) == 0) {
-    if (SSL_CTX_use_certificate_chain_file(t->ctx, ep->cert_file) != 1 ||
-        SSL_CTX_use_PrivateKey_file(t->ctx, ep->key_file, SSL_FILETYPE_PEM) != 1 ||
-        SSL_CTX_check_private_key(t->ctx) != 1) {
-      ERR_clear_error();
-      err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "TLS client certificate %s or key %s for the Docker engine at %s cannot be loaded.",
-                  ep->cert_file, ep->key_file, t->display);
-      goto fail;
-    }
-  }
-  t->ssl = SSL_new(t->ctx);
-  if (t->ssl == NULL) goto fail_ssl;
+  t->ssl = SSL_new(ctx); /* holds its own reference to ctx */
+  if (t->ssl == NULL) goto fail;
   t->in = BIO_new(BIO_s_mem());
   t->out = BIO_new(BIO_s_mem());
   if (t->in == NULL || t->out == NULL) {
     BIO_free(t->in);
     BIO_free(t->out);
     t->in = t->out = NULL;
-    goto fail_ssl;
+    goto fail;
   }
   /* A memory BIO that runs dry asks for more instead of reporting end of file. */
   BIO_set_mem_eof_return(t->in, -1);
@@ -94,16 +106,15 @@ tls_conn_t *tls_conn_new(const endpoint_t *ep, const char *display, err_t *err) 
   SSL_set_connect_state(t->ssl);
   unsigned char addr[16];
   int is_ip = inet_pton(AF_INET, ep->host, addr) == 1 || inet_pton(AF_INET6, ep->host, addr) == 1;
-  if (!is_ip && SSL_set_tlsext_host_name(t->ssl, ep->host) != 1) goto fail_ssl;
+  if (!is_ip && SSL_set_tlsext_host_name(t->ssl, ep->host) != 1) goto fail;
   if (ep->tls_verify) {
     X509_VERIFY_PARAM *param = SSL_get0_param(t->ssl);
     int ok = is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, ep->host) : X509_VERIFY_PARAM_set1_host(param, ep->host, 0);
-    if (ok != 1) goto fail_ssl;
+    if (ok != 1) goto fail;
   }
   return t;
-fail_ssl:
-  report(t, err, "setup");
 fail:
+  report(t, err, "setup");
   tls_conn_free(t);
   return NULL;
 }
@@ -111,7 +122,6 @@ fail:
 void tls_conn_free(tls_conn_t *t) {
   if (t == NULL) return;
   SSL_free(t->ssl); /* frees both BIOs */
-  SSL_CTX_free(t->ctx);
   free(t);
 }
 

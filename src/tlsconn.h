@@ -2,7 +2,8 @@
  * tlsconn.h - TLS for the one connection libcurl does not carry: the upgraded exec
  * connection (hijack.c), when the engine is a tcp endpoint with TLS.
  *
- * Owns: an OpenSSL client context and session on memory BIOs. It never touches a socket:
+ * Owns: an OpenSSL client session on memory BIOs; the context (tls_ctx_t, settings and
+ * certificates) belongs to the engine. It never touches a socket:
  * the caller feeds it the bytes read from the connection and sends what it produces, so
  * the connection stays a plain libuv stream with libuv's half-close and flow control.
  * The settings are the ones libcurl gets for every other request (engine.c): peer and
@@ -19,11 +20,17 @@
 #include "endpoint.h"
 #include "err.h"
 
+typedef struct ssl_ctx_st tls_ctx_t; /* OpenSSL's SSL_CTX */
 typedef struct tls_conn tls_conn_t;
 
-/* A client session for ep (ep->tls set). NULL with err set (docker_unavailable) when the
- * certificates cannot be loaded. */
-tls_conn_t *tls_conn_new(const endpoint_t *ep, const char *display, err_t *err);
+/* The client settings for ep (ep->tls set), certificates read once: made by the engine
+ * at its first exec and shared by every exec connection. NULL with err set
+ * (docker_unavailable) when the certificates cannot be loaded. */
+tls_ctx_t *tls_ctx_new(const endpoint_t *ep, const char *display, err_t *err);
+void tls_ctx_free(tls_ctx_t *ctx);
+
+/* A client session with ctx's settings, for ep's host. NULL with err set. */
+tls_conn_t *tls_conn_new(tls_ctx_t *ctx, const endpoint_t *ep, const char *display, err_t *err);
 void tls_conn_free(tls_conn_t *t);
 
 /* Advances the handshake: 1 when it is complete, 0 while it waits for the peer's bytes,

@@ -28,6 +28,7 @@ const char *engine_api_version(engine_t *e) { UNREACHABLE("engine_api_version");
 void engine_cancel_wait(engine_t *e, engine_waiter_t *w) { UNREACHABLE("engine_cancel_wait"); }
 const char *engine_display(engine_t *e) { UNREACHABLE("engine_display"); }
 const endpoint_t *engine_endpoint(engine_t *e) { UNREACHABLE("engine_endpoint"); }
+tls_ctx_t *engine_tls_ctx(engine_t *e, err_t *err) { UNREACHABLE("engine_tls_ctx"); }
 uv_loop_t *engine_uv(engine_t *e) { UNREACHABLE("engine_uv"); }
 addon_t *engine_addon(engine_t *e) { UNREACHABLE("engine_addon"); }
 int engine_when_ready(engine_t *e, engine_waiter_t *w, err_t *err) { UNREACHABLE("engine_when_ready"); }
