@@ -213,14 +213,19 @@ test("resume errors: missing sandbox, foreign container, paused container", asyn
 test("destroy never removes a caller's docker-volume", async (t) => {
   const name = uniqueId("callervol");
   assert.equal((await api("POST", "/volumes/create", { Name: name })).status, 201);
-  t.after(() => api("DELETE", `/volumes/${name}`));
+  let next;
+  // One hook, in order: the volume can only go once no container uses it. (Two hooks ran
+  // the volume's DELETE first, which the engine refused, and every run left the volume.)
+  t.after(async () => {
+    await next?.destroy();
+    assert.equal((await api("DELETE", `/volumes/${name}`)).status, 204, `the test's volume ${name} was not removed`);
+  });
   const sandbox = await client.createSandbox(baseOptions({ workspace: { type: "docker-volume", name }, files: { "x.txt": "1" } }));
   await sandbox.destroy();
   assert.equal(await volumeExists(name), true);
   assert.equal(await inspectContainer(`anvia-sandbox-${sandbox.id}`), undefined);
   // The data stays in the caller's volume: a new sandbox on it sees the file.
-  const next = await client.createSandbox(baseOptions({ workspace: { type: "docker-volume", name } }));
-  t.after(() => next.destroy());
+  next = await client.createSandbox(baseOptions({ workspace: { type: "docker-volume", name } }));
   assert.equal((await dockerExec(`anvia-sandbox-${next.id}`, ["cat", "/workspace/x.txt"])).stdout, "1");
 });
 
