@@ -1,0 +1,304 @@
+/*
+ * agent.h - the in-container agent's shared types: the connection, requests and their
+ * streams, typed errors, and the functions each file exports to the others.
+ *
+ * Owns: nothing (declarations only). The agent is one thread around one poll() loop
+ * (main.c). Each request is owned by the request table (req.c) from its first frame to
+ * its terminal frame; each file's comment says which part of a request it owns.
+ */
+#ifndef ANVIA_AGENT_H
+#define ANVIA_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <dirent.h>
+
+#include "agent_wire.h"
+
+/* ---- sizes of the agent's own buffers ---- */
+#define AG_OUT_HIGH (128u * 1024u)       /* data frames are queued only below this */
+#define AG_OUT_PAUSE_IN (1024u * 1024u)  /* host frames are not processed above this */
+#define AG_OUT_CAP (8u * 1024u * 1024u)  /* the output queue never grows past this */
+#define AG_KILL_GRACE_MS 500u            /* output kept flowing after a killed leader is reaped */
+#define AG_SHUTDOWN_MS 2000u             /* the exit path's bound for flushing results */
+#define AG_MAX_STDIN_BUF AW_IN_WINDOW    /* exec stdin bytes held for a child */
+#define AG_MAX_TEMP_TRIES 16
+
+/* ---- typed errors ---- */
+typedef struct ag_err {
+  uint16_t kind;
+  uint8_t stage;
+  int err;
+  uint64_t value;
+  size_t detail_len;
+  char detail[AW_MAX_PATH + 256];
+} ag_err_t;
+
+void err_set(ag_err_t *e, uint16_t kind, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* kind from an errno: ENOENT not_found, EACCES/EPERM permission, ENOMEM/EMFILE/ENFILE
+ * resources, EROFS read_only, ENOSPC/EDQUOT no_space, ENOTDIR not_directory, EISDIR
+ * is_directory, ELOOP symlink, ENAMETOOLONG limit, else io. */
+uint16_t err_kind_of(int errnum);
+/* detail = raw bytes (a path), truncated to fit. */
+void err_detail_bytes(ag_err_t *e, const void *p, size_t len);
+
+/* ---- the output queue (conn.c) ---- */
+typedef struct outq {
+  uint8_t *buf;
+  size_t head, len, cap;
+} outq_t;
+
+/* ---- paths (walk.c) ---- */
+typedef struct agpath {
+  char buf[AW_MAX_PATH + 1];  /* components, each NUL-terminated, in order */
+  uint16_t off[AW_MAX_DEPTH]; /* start of each component in buf */
+  uint16_t n;                 /* number of components; 0 is the workdir itself */
+} agpath_t;
+
+/* ---- requests ---- */
+enum { ST_NONE = 0 };
+
+typedef struct ostream {
+  int active;      /* the source may still produce data */
+  int fd;          /* pipe or file being read; -1 when closed */
+  uint8_t stream;  /* AW_S_OUT or AW_S_ERR */
+  uint32_t credit; /* bytes the host allows */
+  uint64_t sent;
+  int ready; /* poll said readable (pipes); files and listings are always ready */
+  int hup;   /* pipes: writers gone but bytes left and no credit to read them */
+} ostream_t;
+
+typedef struct instream {
+  uint32_t outstanding; /* credit the host still has */
+  uint32_t to_return;   /* consumed, not yet granted back */
+  uint64_t received;
+  int ended; /* END seen */
+  int dead;  /* consumer gone: data is dropped (and credited) */
+} instream_t;
+
+typedef struct exec_state {
+  pid_t pid;
+  int detached;
+  int reaped;
+  int status;  /* wait status once reaped */
+  int killed;  /* tree ended by the agent */
+  int exit_sent;
+  uint8_t flags; /* AW_EXITF_* */
+  int64_t start_ms, start_us, reaped_ms, reaped_us;
+  int64_t deadline_ms; /* timeout, 0 none */
+  int64_t grace_ms;    /* after a kill: when the output pipes are closed regardless */
+  int stdin_fd;        /* -1 when closed or none */
+  uint8_t *stdin_buf;
+  size_t stdin_len;
+} exec_state_t;
+
+typedef struct read_state {
+  uint64_t max_bytes;
+  uint32_t mode;
+  int64_t mtime_ns;
+  int truncated;
+} read_state_t;
+
+typedef struct write_state {
+  int parent_fd;
+  int fd;
+  uint64_t length;
+  uint32_t mode, flags;
+  char tmp[64];
+  char *name; /* final component, malloc'd */
+} write_state_t;
+
+typedef struct list_state {
+  DIR *dir;
+  uint32_t max_entries, count;
+  int truncated;
+  uint8_t pending[AW_ENTRY_MAX]; /* a record that did not fit in the last frame */
+  size_t pending_len;
+} list_state_t;
+
+typedef struct port_state {
+  uint16_t port, flags;
+  int64_t start_ms, deadline_ms, next_ms;
+  uint32_t interval_ms;
+} port_state_t;
+
+typedef struct req req_t;
+struct req {
+  req_t *prev, *next; /* the table's list, in arrival order */
+  uint32_t id;        /* 0 once the host was told the end (kept only to reap a child) */
+  uint8_t type;
+  int finished; /* freed by req_sweep */
+  ostream_t out[2]; /* [0] AW_S_OUT, [1] AW_S_ERR */
+  int nout;
+  instream_t in;
+  int has_in;
+  union {
+    exec_state_t exec;
+    read_state_t read;
+    write_state_t write;
+    list_state_t list;
+    port_state_t port;
+  } u;
+};
+
+/* ---- global state (main.c) ---- */
+typedef struct agent {
+  int in_fd, out_fd;
+  uint8_t *inbuf;
+  size_t in_len;
+  int in_eof;
+  int in_dead; /* a framing error: nothing more is parsed */
+  int hello_done;
+  uint32_t caps; /* AW_CAP_SUBREAPER, AW_CAP_NET_TCP (the others from the flags below) */
+  outq_t out;
+  int out_broken;
+  int sigfd;
+  /* configuration */
+  char *workdir;
+  int workdir_fd; /* -1 until opened */
+  int use_openat2;
+  int proc_ok;
+  uint32_t heartbeat_ms;
+  char **base_env; /* inherited environment, our own variables removed */
+  size_t base_envc;
+  /* lifetime */
+  int64_t last_rx_ms;
+  int shutting_down;
+  int exit_code;
+  int64_t shutdown_deadline_ms;
+  /* requests */
+  req_t *head, *tail;
+  size_t nreq;     /* requests the host can still address */
+  size_t nrecords; /* every record, including ones kept only to reap */
+  req_t *rr;       /* where the next scheduling round starts */
+  uint32_t tmp_seq;
+  pid_t self;
+} agent_t;
+
+extern agent_t g;
+
+/* util.c */
+int64_t now_ms(void);
+int64_t now_us(void);
+int64_t now_realtime_ns_of(const struct timespec *ts);
+void ag_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int set_nonblock(int fd);
+void close_fd(int *fd);
+ssize_t write_all(int fd, const void *p, size_t len); /* blocking fd */
+
+/* conn.c: the host connection */
+uint8_t *outq_reserve(size_t n); /* NULL when the queue would pass AG_OUT_CAP */
+void outq_commit(size_t n);
+int conn_flush(void);         /* 0, or -1 when the host side is gone */
+void conn_read(void);         /* read and dispatch what the host sent */
+void conn_dispatch_pending(void);
+void send_hello(void);
+void send_error(uint32_t id, const ag_err_t *e);
+void send_error_simple(uint32_t id, uint16_t kind, int errnum, const char *detail);
+void send_window(uint32_t id, uint8_t stream, uint32_t inc);
+/* Reserves up to `max` bytes of the queue for one frame: 1, or 0 when the queue is over
+ * (the connection is then being shut down). frame_end commits what `rc == AW_OK` wrote. */
+int frame_begin(aw_writer_t *w, size_t max);
+void frame_end(aw_writer_t *w, int rc);
+void schedule_output(void); /* round-robin data frames into the queue */
+
+/* req.c: the request table */
+req_t *req_new(uint32_t id, uint8_t type);
+req_t *req_find(uint32_t id);
+void req_sweep(void); /* frees the finished records */
+/* The host was told this request's end: its id is free again. */
+void req_detach_id(req_t *r);
+/* The request is over: its id is detached and its record freed at the next sweep. */
+void req_finish(req_t *r);
+/* Ends a request: AW_E_CANCELLED or AW_E_SHUTDOWN is reported (exec: as a RESULT with
+ * its flag, once the child is reaped); 0 reports nothing (an ERROR was already sent). */
+void req_cancel(req_t *r, uint16_t why);
+/* Sends ERROR and ends the request. */
+void req_fail(req_t *r, const ag_err_t *e);
+void req_on_data(req_t *r, const aw_header_t *h, const uint8_t *p);
+void req_on_window(req_t *r, const aw_header_t *h, uint32_t inc);
+/* Reads up to one frame of a source into the queue. Returns 1 if it queued something. */
+int req_produce(req_t *r, int which);
+int req_source_ready(req_t *r, int which);
+void in_consumed(req_t *r, uint32_t n, int drained);
+int produce_pipe(req_t *r, ostream_t *o); /* one DATA frame from a pipe */
+
+/* exec.c */
+void exec_start(uint32_t id, const uint8_t *p, size_t len);
+void exec_on_reaped(req_t *r, int status);
+void exec_check(req_t *r); /* RESULT once reaped and the output is closed */
+void exec_timer(req_t *r, int64_t now);
+void exec_kill(req_t *r, uint8_t why_flag);
+void exec_stdin_ready(req_t *r);
+void exec_stdin_data(req_t *r, const uint8_t *p, size_t len, int end);
+void exec_close(req_t *r);
+int exec_env_init(char **envp);
+void reap_children(void);
+/* At exit: a child that reads and drops the detached commands' output. */
+void exec_spawn_drainer(void);
+
+/* tree.c */
+typedef struct proc_stat {
+  pid_t pid, ppid, pgrp, session;
+  char state;
+} proc_stat_t;
+/* Parses the text of /proc/<pid>/stat. 0 or -1. */
+int proc_stat_parse(const char *text, size_t len, proc_stat_t *out);
+/* Freezes (SIGSTOP) and signals the group `pgid`, every process of the session `pgid`,
+ * and their descendants by parent links; continues them afterwards unless sig is
+ * SIGKILL or SIGSTOP. Returns the number of processes signalled (the group counts 1 when
+ * /proc cannot be read), or -1 with errno from kill(). */
+int tree_signal(pid_t pgid, int sig, int freeze);
+/* Live and zombie members of a process group, by /proc; -1 if /proc cannot be read. */
+int group_members(pid_t pgid, uint32_t *live, uint32_t *zombies);
+
+/* walk.c */
+int path_parse(const uint8_t *p, size_t len, agpath_t *out, ag_err_t *e);
+/* The directory of components [0, upto): an O_PATH fd, or -1 with e set. With `create`,
+ * missing components are made with mkdirat(mode); *created says whether the last was. */
+int walk_dir(int wdfd, const agpath_t *path, size_t upto, int create, mode_t mode, int use_openat2,
+             int *created, ag_err_t *e);
+/* Opens the whole path with `flags` (O_NOFOLLOW added), no symlink followed anywhere. */
+int walk_open(int wdfd, const agpath_t *path, int flags, int use_openat2, ag_err_t *e);
+/* The path's first `upto` components joined by '/', into buf (NUL-terminated). */
+size_t path_join(const agpath_t *path, size_t upto, char *buf, size_t cap);
+int openat2_probe(void);
+
+/* files.c */
+int workdir_get(ag_err_t *e); /* the workdir fd, opened on first use */
+void read_start(uint32_t id, const uint8_t *p, size_t len);
+void write_start(uint32_t id, const uint8_t *p, size_t len);
+void write_data(req_t *r, const uint8_t *p, size_t len, int end);
+void write_abort(req_t *r);
+void mkdir_run(uint32_t id, const uint8_t *p, size_t len);
+void list_start(uint32_t id, const uint8_t *p, size_t len);
+int read_produce(req_t *r);
+int list_produce(req_t *r);
+void file_close(req_t *r);
+
+/* ports.c */
+/* Scans /proc/net/tcp-format text for a listening socket (state 0A) on `port`.
+ * Incremental: feed chunks; partial lines are carried in `carry`. */
+typedef struct tcp_scan {
+  char carry[512];
+  size_t carry_len;
+  int overlong;
+  uint16_t port;
+  int found;
+} tcp_scan_t;
+void tcp_scan_init(tcp_scan_t *s, uint16_t port);
+void tcp_scan_feed(tcp_scan_t *s, const char *p, size_t len);
+void tcp_scan_end(tcp_scan_t *s);
+void port_start(uint32_t id, const uint8_t *p, size_t len);
+void port_timer(req_t *r, int64_t now);
+
+/* procs.c: SIGNAL and GROUP_ALIVE */
+void signal_run(uint32_t id, const uint8_t *p, size_t len);
+void alive_run(uint32_t id, const uint8_t *p, size_t len);
+
+/* main.c */
+void agent_shutdown(int code, const char *why);
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * ports.c - PORT_WAIT: is something listening on a TCP port, by /proc/net/tcp and
+ * /proc/net/tcp6 (state 0A, LISTEN, with that local port), polled at an interval until
+ * found or timed out.
+ *
+ * Owns: nothing beyond its PORT_WAIT records' timers; the tables are opened, read in
+ * 8 KiB pieces through the bounded line parser of procfs.c, and closed in each check.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+/* 1 found, 0 not found, -1 with errno when no table could be read. */
+static int scan_file(const char *path, uint16_t port) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  tcp_scan_t s;
+  tcp_scan_init(&s, port);
+  char buf[8192];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    tcp_scan_feed(&s, buf, (size_t)n);
+    if (s.found) break;
+  }
+  tcp_scan_end(&s);
+  close(fd);
+  return s.found;
+}
+
+static int port_check(uint16_t port, uint16_t flags, uint8_t *families, int *err) {
+  if (flags == 0) flags = AW_PORT_V4 | AW_PORT_V6;
+  *families = 0;
+  int readable = 0;
+  *err = ENOENT;
+  if (flags & AW_PORT_V4) {
+    int rc = scan_file("/proc/net/tcp", port);
+    if (rc < 0) *err = errno;
+    else readable = 1;
+    if (rc > 0) *families |= AW_PORT_V4;
+  }
+  if (flags & AW_PORT_V6) {
+    int rc = scan_file("/proc/net/tcp6", port);
+    if (rc < 0) {
+      if (!readable) *err = errno;
+    } else {
+      readable = 1;
+    }
+    if (rc > 0) *families |= AW_PORT_V6;
+  }
+  return readable ? 0 : -1;
+}
+
+static void port_answer(uint32_t id, uint8_t families, int64_t start) {
+  aw_port_res_t res;
+  res.found = families ? 1 : 0;
+  res.families = families;
+  int64_t waited = now_ms() - start;
+  res.waited_ms = waited > 0 ? (uint32_t)waited : 0;
+  aw_writer_t w;
+  if (frame_begin(&w, 64)) frame_end(&w, aw_put_port_result(&w, id, &res));
+}
+
+void port_start(uint32_t id, const uint8_t *p, size_t len) {
+  aw_port_req_t m;
+  int rc = aw_dec_port_wait(p, len, &m);
+  if (rc != AW_OK) {
+    ag_err_t e;
+    err_set(&e, rc == AW_ERR_LIMIT ? AW_E_LIMIT : rc == AW_ERR_VALUE ? AW_E_INVALID : AW_E_PROTOCOL, 0,
+            "PORT_WAIT: %s", aw_status_str(rc));
+    send_error(id, &e);
+    return;
+  }
+  int64_t start = now_ms();
+  uint8_t fam;
+  int err;
+  if (port_check(m.port, m.flags, &fam, &err) < 0) {
+    send_error_simple(id, AW_E_IO, err, "/proc/net/tcp");
+    return;
+  }
+  if (fam || m.timeout_ms == 0) {
+    port_answer(id, fam, start);
+    return;
+  }
+  req_t *r = req_new(id, AW_T_PORT_WAIT);
+  if (r == NULL) {
+    send_error_simple(id, AW_E_RESOURCES, ENOMEM, "out of memory");
+    return;
+  }
+  port_state_t *ps = &r->u.port;
+  ps->port = m.port;
+  ps->flags = m.flags;
+  ps->start_ms = start;
+  ps->deadline_ms = start + m.timeout_ms;
+  ps->interval_ms = m.interval_ms ? m.interval_ms : 100;
+  ps->next_ms = start + ps->interval_ms;
+  if (ps->next_ms > ps->deadline_ms) ps->next_ms = ps->deadline_ms;
+}
+
+void port_timer(req_t *r, int64_t now) {
+  port_state_t *ps = &r->u.port;
+  if (r->finished || now < ps->next_ms) return;
+  uint8_t fam;
+  int err;
+  if (port_check(ps->port, ps->flags, &fam, &err) < 0) {
+    send_error_simple(r->id, AW_E_IO, err, "/proc/net/tcp");
+    req_finish(r);
+    return;
+  }
+  if (fam || now >= ps->deadline_ms) {
+    port_answer(r->id, fam, ps->start_ms);
+    req_finish(r);
+    return;
+  }
+  ps->next_ms = now + ps->interval_ms;
+  if (ps->next_ms > ps->deadline_ms) ps->next_ms = ps->deadline_ms;
+}

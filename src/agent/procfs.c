@@ -1,0 +1,134 @@
+/*
+ * procfs.c - parsers of the text the kernel gives under /proc: one /proc/<pid>/stat line
+ * (pid, state, parent, group, session) and the /proc/net/tcp and tcp6 tables (is a port
+ * in state LISTEN). Pure functions over bytes: no I/O, no allocation, no global state, so
+ * the unit tests and a fuzzer can drive them directly.
+ *
+ * Owns: nothing. Every read is bounded by the length given; a /proc/net/tcp line longer
+ * than the carry buffer is skipped whole.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <string.h>
+
+#include "agent.h"
+
+static int parse_int(const char **p, const char *end, long *out) {
+  const char *s = *p;
+  while (s < end && *s == ' ') s++;
+  int neg = 0;
+  if (s < end && *s == '-') {
+    neg = 1;
+    s++;
+  }
+  if (s >= end || !isdigit((unsigned char)*s)) return -1;
+  long v = 0;
+  while (s < end && isdigit((unsigned char)*s)) {
+    if (v > 100000000) return -1;
+    v = v * 10 + (*s - '0');
+    s++;
+  }
+  *out = neg ? -v : v;
+  *p = s;
+  return 0;
+}
+
+int proc_stat_parse(const char *text, size_t len, proc_stat_t *out) {
+  const char *end = text + len;
+  const char *p = text;
+  long pid;
+  if (parse_int(&p, end, &pid) < 0) return -1;
+  /* comm may hold spaces and parentheses: the state follows the last ')'. */
+  const char *close = NULL;
+  for (const char *q = end; q > p; q--)
+    if (q[-1] == ')') {
+      close = q - 1;
+      break;
+    }
+  if (close == NULL) return -1;
+  p = close + 1;
+  while (p < end && *p == ' ') p++;
+  if (p >= end) return -1;
+  char state = *p++;
+  long ppid, pgrp, session;
+  if (parse_int(&p, end, &ppid) < 0 || parse_int(&p, end, &pgrp) < 0 || parse_int(&p, end, &session) < 0) return -1;
+  out->pid = (pid_t)pid;
+  out->state = state;
+  out->ppid = (pid_t)ppid;
+  out->pgrp = (pid_t)pgrp;
+  out->session = (pid_t)session;
+  return 0;
+}
+
+void tcp_scan_init(tcp_scan_t *s, uint16_t port) {
+  memset(s, 0, sizeof(*s));
+  s->port = port;
+}
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* "  N: ADDR:PORT ADDR:PORT ST ..." */
+static void scan_line(tcp_scan_t *s, const char *p, size_t len) {
+  const char *end = p + len;
+  while (p < end && *p == ' ') p++;
+  const char *q = p;
+  while (p < end && *p >= '0' && *p <= '9') p++;
+  if (p == q || p >= end || *p != ':') return;
+  p++;
+  while (p < end && *p == ' ') p++;
+  /* local address: hex digits, ':', four hex digits */
+  q = p;
+  while (p < end && hexval(*p) >= 0) p++;
+  if (p == q || p >= end || *p != ':') return;
+  p++;
+  unsigned port = 0;
+  int digits = 0;
+  while (p < end && hexval(*p) >= 0 && digits < 5) {
+    port = port * 16 + (unsigned)hexval(*p);
+    p++;
+    digits++;
+  }
+  if (digits != 4 || p >= end || *p != ' ') return;
+  while (p < end && *p == ' ') p++;
+  /* remote address */
+  q = p;
+  while (p < end && *p != ' ') p++;
+  if (p == q) return;
+  while (p < end && *p == ' ') p++;
+  if (end - p < 2 || hexval(p[0]) < 0 || hexval(p[1]) < 0) return;
+  unsigned st = (unsigned)(hexval(p[0]) * 16 + hexval(p[1]));
+  if (st == 0x0A && port == s->port) s->found = 1;
+}
+
+void tcp_scan_feed(tcp_scan_t *s, const char *p, size_t len) {
+  while (len > 0) {
+    const char *nl = memchr(p, '\n', len);
+    size_t take = nl ? (size_t)(nl - p) : len;
+    if (!s->overlong) {
+      if (s->carry_len + take <= sizeof(s->carry)) {
+        memcpy(s->carry + s->carry_len, p, take);
+        s->carry_len += take;
+      } else {
+        s->overlong = 1;
+      }
+    }
+    if (nl == NULL) return;
+    if (!s->overlong) scan_line(s, s->carry, s->carry_len);
+    s->carry_len = 0;
+    s->overlong = 0;
+    p = nl + 1;
+    len -= take + 1;
+  }
+}
+
+void tcp_scan_end(tcp_scan_t *s) {
+  if (!s->overlong && s->carry_len) scan_line(s, s->carry, s->carry_len);
+  s->carry_len = 0;
+  s->overlong = 0;
+}
+
