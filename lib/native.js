@@ -2,20 +2,43 @@
 // Which binary, in order:
 //  1. ANVIA_SANDBOX_ADDON (a path), or ANVIA_SANDBOX_BUILD=release|debug|asan (that local
 //     build of a source checkout);
-//  2. the prebuilt binary shipped in the package for this platform
-//     (prebuilds/<platform>-<arch>/anvia_sandbox.napi.node);
+//  2. the prebuilt binary shipped in the package for this platform, architecture and C
+//     library (prebuilds/<platform>-<arch>/anvia_sandbox.napi.node: linux-x64 and
+//     linux-arm64, glibc; self-contained, see scripts/prebuilt/). There is none for musl;
 //  3. a source build (build/Release, made by the install script or `npm run build`), then
 //     a debug build of a checkout.
-// A binary that exists but cannot load (a missing shared library) is reported with what to
-// install; no binary at all is reported with how to build one.
-import { existsSync } from "node:fs";
+// A binary that exists but cannot load (a missing shared library, too old a glibc) is
+// reported with what to do; no binary at all is reported naming the platform and how to
+// build one.
+import { closeSync, existsSync, openSync, readSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { DockerSandboxError } from "./errors.js";
 
 const require = createRequire(import.meta.url);
 const root = fileURLToPath(new URL("..", import.meta.url));
+
+// The C library Node runs on (Linux only): the ELF interpreter named near the start of
+// Node's own executable tells, without spawning anything; the diagnostic report otherwise.
+function linuxLibc() {
+  try {
+    const head = Buffer.alloc(4096);
+    const fd = openSync(process.execPath, "r");
+    try {
+      readSync(fd, head, 0, head.length, 0);
+    } finally {
+      closeSync(fd);
+    }
+    const text = head.toString("latin1");
+    if (text.includes("/ld-musl-")) return "musl";
+    if (text.includes("/ld-linux")) return "glibc";
+  } catch {}
+  return process.report?.getReport?.().header?.glibcVersionRuntime ? "glibc" : "musl";
+}
+const libc = process.platform === "linux" ? linuxLibc() : "";
 const platform = `${process.platform}-${process.arch}`;
+const platformName = libc === "musl" ? `${platform} (musl libc)` : platform;
+const PREBUILT = ["linux-x64", "linux-arm64"]; // glibc
 
 const builds = {
   release: `${root}build/Release/anvia_sandbox.node`,
@@ -31,11 +54,18 @@ function candidates() {
     if (!(wanted in builds)) throw new Error(`@anvia/sandbox: ANVIA_SANDBOX_BUILD must be release, debug or asan (got ${wanted}).`);
     return [builds[wanted]];
   }
-  return [prebuilt, builds.release, builds.debug];
+  // The prebuilt binaries link glibc: on musl only a source build can load.
+  return libc === "musl" ? [builds.release, builds.debug] : [prebuilt, builds.release, builds.debug];
 }
 
 const RUNTIME_PACKAGES = "libcurl4 libarchive13 libjansson4";
 const BUILD_PACKAGES = "build-essential python3 libcurl4-openssl-dev libssl-dev libarchive-dev libjansson-dev";
+const BUILD_HINT =
+  libc === "musl"
+    ? "on Alpine it needs: apk add build-base python3 curl-dev openssl-dev libarchive-dev jansson-dev"
+    : process.platform === "darwin"
+      ? "on macOS it needs the Xcode command line tools and: brew install pkg-config curl openssl@3 libarchive jansson"
+      : `on Debian and Ubuntu it needs: apt-get install ${BUILD_PACKAGES}`;
 
 function load() {
   const tried = [];
@@ -47,21 +77,28 @@ function load() {
     try {
       return { addon: require(file), file };
     } catch (error) {
-      const missingLibrary = /cannot open shared object file|libcurl|libarchive|libjansson/.test(error.message);
+      const oldGlibc = /GLIBC_[0-9.]+' not found/.test(error.message);
+      const missingLibrary = !oldGlibc && /cannot open shared object file|libcurl|libarchive|libjansson/.test(error.message);
       throw new Error(
         missingLibrary
           ? `@anvia/sandbox: the native addon ${file} needs shared libraries that are not installed:\n  ${error.message}\n` +
             `On Debian and Ubuntu: apt-get install ${RUNTIME_PACKAGES}`
-          : `@anvia/sandbox: the native addon ${file} does not load on this system (${platform}): ${error.message}\n` +
-            `Build it from source: npm rebuild @anvia/sandbox (needs ${BUILD_PACKAGES}).`,
+          : `@anvia/sandbox: the native addon ${file} does not load on this system (${platformName})` +
+            `${oldGlibc ? ", whose glibc is older than the binary needs" : ""}: ${error.message}\n` +
+            `Build it from source: npm rebuild @anvia/sandbox (${BUILD_HINT}).`,
         { cause: error },
       );
     }
   }
+  const shipped =
+    libc === "musl"
+      ? `The package ships prebuilt binaries for glibc only (${PREBUILT.join(", ")}), none for musl`
+      : PREBUILT.includes(platform)
+        ? `The package ships a prebuilt binary for ${platform}, but it is not in this installation`
+        : `The package ships prebuilt binaries only for ${PREBUILT.join(" and ")} (glibc); elsewhere it is built from source when install scripts run`;
   throw new Error(
-    `@anvia/sandbox: no native addon for ${platform}. The package ships a prebuilt binary for linux-x64; ` +
-      `elsewhere it is built from source at install time. Build it now with: npm rebuild @anvia/sandbox ` +
-      `(on Debian and Ubuntu it needs: apt-get install ${BUILD_PACKAGES}). Looked for:\n  ${tried.join("\n  ")}`,
+    `@anvia/sandbox: no native addon for ${platformName}. ${shipped}. ` +
+      `Build it now with: npm rebuild @anvia/sandbox (${BUILD_HINT}). Looked for:\n  ${tried.join("\n  ")}`,
   );
 }
 

@@ -1,14 +1,39 @@
 #!/usr/bin/env bash
-# `npm pack` (prepack): builds the release addon and places it where the loader looks for a
-# prebuilt binary, prebuilds/<platform>-<arch>/anvia_sandbox.napi.node. postpack removes it
-# again, so the working tree keeps using its own builds. ANVIA_SANDBOX_NO_PREBUILT=1 packs
-# without it (the source build is then the only way in).
+# `npm pack` (prepack): places the prebuilt binaries where the loader looks for them,
+# prebuilds/<platform>-<arch>/anvia_sandbox.napi.node. postpack removes them again, so the
+# working tree keeps using its own builds.
+#  - On Linux x86_64 as root with mmdebstrap: the self-contained binaries for linux-x64 and
+#    linux-arm64 (OpenSSL, libcurl, libarchive and jansson linked in; glibc <= 2.31 only),
+#    made by scripts/prebuilt/build.sh (cached: seconds when nothing changed).
+#  - Otherwise, or with ANVIA_SANDBOX_PREBUILT=host: the release build of this machine
+#    (node-gyp against the system's shared libraries) for this platform only, with a warning.
+#  - ANVIA_SANDBOX_PREBUILT=self-contained fails instead of falling back.
+#  - ANVIA_SANDBOX_NO_PREBUILT=1 packs none (the source build is then the only way in).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf prebuilds
 [ "${ANVIA_SANDBOX_NO_PREBUILT:-}" = 1 ] && exit 0
-bash scripts/build.sh
-target="prebuilds/$(node -p 'process.platform + "-" + process.arch')"
-mkdir -p "$target"
-cp build/Release/anvia_sandbox.node "$target/anvia_sandbox.napi.node"
-strip --strip-unneeded "$target/anvia_sandbox.napi.node"
+
+mode="${ANVIA_SANDBOX_PREBUILT:-auto}"
+if [ "$mode" = auto ]; then
+  if [ "$(uname -sm)" = "Linux x86_64" ] && [ "$(id -u)" = 0 ] && command -v mmdebstrap >/dev/null && [ -f /usr/include/node/node_api.h ]; then
+    mode=self-contained
+  else
+    mode=host
+  fi
+fi
+case "$mode" in
+  self-contained)
+    bash scripts/prebuilt/build.sh --out prebuilds >&2
+    ;;
+  host)
+    echo "prebuild: packing this machine's release build, which needs the system's libcurl, libarchive and jansson;" \
+         "the self-contained binaries need Linux x86_64, root, mmdebstrap and /usr/include/node (scripts/prebuilt/build.sh)." >&2
+    bash scripts/build.sh
+    target="prebuilds/$(node -p 'process.platform + "-" + process.arch')"
+    mkdir -p "$target"
+    cp build/Release/anvia_sandbox.node "$target/anvia_sandbox.napi.node"
+    strip --strip-unneeded "$target/anvia_sandbox.napi.node"
+    ;;
+  *) echo "prebuild: ANVIA_SANDBOX_PREBUILT must be auto, self-contained or host (got $mode)" >&2; exit 2 ;;
+esac
