@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "anvia_sandbox",
-      "sources": ["<!@(ls -1 src/*.c)"],
+      "sources": ["<!@(find -L src -name '*.c' -not -path 'src/agent/*' | sort)"],
       "include_dirs": ["src"],
       "libraries": ["-lcurl", "-lssl", "-lcrypto", "-larchive", "-ljansson"],
       "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],

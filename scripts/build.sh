@@ -57,7 +57,7 @@ case "$mode" in
 esac
 # Incremental when the mode and the list of sources are unchanged: make recompiles only
 # what changed. A new or removed source file needs gyp to run again (rebuild).
-stamp="$mode $(ls -1 src/*.c | sha256sum | cut -c1-16)"
+stamp="$mode $(find src -name '*.c' -not -path 'src/agent/*' | sort | sha256sum | cut -c1-16)"
 if [ -f "$pkg/build/config.gypi" ] && [ -f "$pkg/build/.anvia-stamp" ] && [ "$(cat "$pkg/build/.anvia-stamp")" = "$stamp" ]; then
   args[0]=build
 fi

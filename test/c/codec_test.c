@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "err.h"
-#include "frames.h"
-#include "tar.h"
-#include "userspec.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "codec/frames.h"
+#include "codec/tar.h"
+#include "codec/userspec.h"
 
 static int passed, failed;
 

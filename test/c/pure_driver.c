@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "findparse.h"
-#include "paths.h"
-#include "textpage.h"
+#include "base/err.h"
+#include "codec/findparse.h"
+#include "codec/paths.h"
+#include "codec/textpage.h"
 
 static int failures = 0;
 

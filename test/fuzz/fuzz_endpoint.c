@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "endpoint.h"
-#include "err.h"
+#include "engine/endpoint.h"
+#include "base/err.h"
 #include "fuzz_common.h"
 
 static void check(const endpoint_t *ep, int resolved) {

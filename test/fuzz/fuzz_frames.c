@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "err.h"
-#include "frames.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "codec/frames.h"
 #include "fuzz_common.h"
 
 typedef struct sink {

@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "fuzz_common.h"
-#include "paths.h"
+#include "codec/paths.h"
 
 static int has_dotdot_segment(const char *p, size_t n) {
   size_t i = 0;

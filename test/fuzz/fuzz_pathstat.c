@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "pathstat.h"
+#include "codec/pathstat.h"
 
 static void decode(const char *header) {
   path_stat_t st;

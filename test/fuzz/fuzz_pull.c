@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "pull.h"
+#include "codec/progress.h"
 
 static void check_ref(const char *ref) {
   char *repo = (char *)1, *tag = (char *)1;

@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "fuzz_common.h"
-#include "runspec.h"
+#include "codec/runspec.h"
 
 static void check_cpus(const char *text) {
   int64_t nanos = -12345;

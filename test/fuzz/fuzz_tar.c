@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "err.h"
+#include "base/buf.h"
+#include "base/err.h"
 #include "fuzz_common.h"
-#include "tar.h"
+#include "codec/tar.h"
 
 static void read_once(const uint8_t *block, size_t len, const char *name, uint64_t max) {
   buf_t out;

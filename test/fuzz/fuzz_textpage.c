@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "textpage.h"
+#include "codec/textpage.h"
 
 /* The WHATWG "UTF-8 decoder" with error mode fatal: 1 when no error is produced. */
 static int whatwg_valid(const uint8_t *s, size_t n) {

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "fuzz_common.h"
-#include "userspec.h"
+#include "codec/userspec.h"
 
 static int all_digits(const char *s, size_t n) {
   if (n == 0) return 0;

@@ -1,0 +1,94 @@
+/*
+ * buf.c - growable byte buffer with a hard limit (see buf.h).
+ */
+#include "base/buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void buf_init(buf_t *b, size_t limit) {
+  b->data = NULL;
+  b->len = 0;
+  b->cap = 0;
+  b->limit = limit;
+}
+
+void buf_free(buf_t *b) {
+  free(b->data);
+  b->data = NULL;
+  b->len = 0;
+  b->cap = 0;
+}
+
+void buf_reset(buf_t *b) { b->len = 0; }
+
+static int buf_reserve(buf_t *b, size_t extra) {
+  if (extra > SIZE_MAX - b->len - 1) return -1;
+  size_t need = b->len + extra + 1; /* room for a terminator */
+  if (b->limit != 0 && b->len + extra > b->limit) return -1;
+  if (need <= b->cap) return 0;
+  size_t cap = b->cap < 256 ? 256 : b->cap;
+  while (cap < need) {
+    if (cap > SIZE_MAX / 2) {
+      cap = need;
+      break;
+    }
+    cap *= 2;
+  }
+  uint8_t *p = realloc(b->data, cap);
+  if (p == NULL) return -1;
+  b->data = p;
+  b->cap = cap;
+  return 0;
+}
+
+int buf_append(buf_t *b, const void *data, size_t len) {
+  if (len == 0) return buf_reserve(b, 0);
+  if (buf_reserve(b, len) != 0) return -1;
+  memcpy(b->data + b->len, data, len);
+  b->len += len;
+  return 0;
+}
+
+int buf_append_str(buf_t *b, const char *s) { return buf_append(b, s, strlen(s)); }
+
+int buf_printf(buf_t *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) return -1;
+  if (buf_reserve(b, (size_t)n) != 0) return -1;
+  va_start(ap, fmt);
+  vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+  return 0;
+}
+
+int buf_terminate(buf_t *b) {
+  if (buf_reserve(b, 0) != 0) return -1;
+  b->data[b->len] = 0;
+  return 0;
+}
+
+void buf_consume(buf_t *b, size_t n) {
+  if (n >= b->len) {
+    b->len = 0;
+    return;
+  }
+  memmove(b->data, b->data + n, b->len - n);
+  b->len -= n;
+}
+
+char *buf_steal(buf_t *b, size_t *len_out) {
+  if (buf_terminate(b) != 0) return NULL;
+  char *p = (char *)b->data;
+  if (len_out) *len_out = b->len;
+  b->data = NULL;
+  b->len = 0;
+  b->cap = 0;
+  return p;
+}

@@ -1,0 +1,51 @@
+/*
+ * paths.h - sandbox path rules, as pure functions over UTF-8 strings.
+ *
+ * Owns: nothing; every returned string is malloc'd and the caller's.
+ * These reproduce Node's path.posix functions byte for byte (normalize, join, dirname,
+ * relative, isAbsolute) and the original package's normalizeSandboxPath, containerPath
+ * and parentSandboxPath, so a path is judged exactly as the original judged it, before any
+ * I/O.
+ */
+#ifndef SBX_PATHS_H
+#define SBX_PATHS_H
+
+#include <stddef.h>
+
+#include "base/err.h"
+
+/* path.posix.normalize */
+char *posix_normalize(const char *path);
+/* path.posix.join(a, b) */
+char *posix_join(const char *a, const char *b);
+/* path.posix.dirname */
+char *posix_dirname(const char *path);
+/* path.posix.relative(from, to); both absolute here (no cwd is consulted). */
+char *posix_relative(const char *from, const char *to);
+/* path.posix.isAbsolute */
+int posix_is_absolute(const char *path);
+
+/*
+ * Length-aware forms of the above, for inputs that may hold NUL bytes (a JavaScript string
+ * may). The result is NUL-terminated too; its length is stored in *out_len when out_len is
+ * not NULL. NULL means out of memory. A relative input to posix_relative_n is resolved
+ * against "/" (Node would consult process.cwd()).
+ */
+char *posix_normalize_n(const char *path, size_t len, size_t *out_len);
+char *posix_join_n(const char *a, size_t a_len, const char *b, size_t b_len, size_t *out_len);
+char *posix_dirname_n(const char *path, size_t len, size_t *out_len);
+char *posix_relative_n(const char *from, size_t from_len, const char *to, size_t to_len, size_t *out_len);
+
+/*
+ * normalizeSandboxPath(input, { allowRoot }): NULL with an invalid_path DockerSandboxError
+ * in `err` ("Sandbox path cannot be empty.", "... cannot contain null bytes.", "... must be
+ * relative: <input>", "... cannot leave the workspace: <input>", "... must refer to a file
+ * or directory inside the workspace."). `len` is the byte length (the input may hold NULs).
+ */
+char *sandbox_path_normalize(const char *input, size_t len, int allow_root, err_t *err);
+/* containerPath(workdir, relative): normalize(workdir), joined with the normalized path. */
+char *sandbox_container_path(const char *workdir, const char *relative, err_t *err);
+/* parentSandboxPath(relative): "." or the normalized parent. */
+char *sandbox_parent_path(const char *relative, err_t *err);
+
+#endif

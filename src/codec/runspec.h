@@ -1,0 +1,60 @@
+/*
+ * runspec.h - the container the original's `docker run` arguments describe, as the
+ * Engine API's container create body, plus the labels that let a sandbox be resumed.
+ *
+ * Owns: nothing; returns new jansson values the caller owns.
+ * Each CLI flag of the original's createRunArgs has its field here: --mount -> Mounts,
+ * -w -> WorkingDir, --label -> Labels, --env -> Env, --user -> User, --network none ->
+ * NetworkMode, --publish 127.0.0.1::P/tcp -> ExposedPorts + PortBindings (engine-chosen
+ * host port), --memory -> Memory, --cpus -> NanoCpus (exact), --pids-limit -> PidsLimit,
+ * --shm-size -> ShmSize, --read-only -> ReadonlyRootfs, --security-opt -> SecurityOpt
+ * (a seccomp profile is sent as compact JSON, as the CLI does: the caller reads the file
+ * and compacts it with seccomp_compact into create_opts_t.seccomp_json), --cap-drop
+ * / --cap-add -> CapDrop / CapAdd, and the keep-alive command.
+ */
+#ifndef SBX_RUNSPEC_H
+#define SBX_RUNSPEC_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "codec/spec.h"
+
+#define SBX_SCHEMA_VERSION "1"
+#define LABEL_SCHEMA "anvia.sandbox.schema"
+#define LABEL_ID "anvia.sandbox.id"
+#define LABEL_WORKDIR "anvia.sandbox.workdir"
+#define LABEL_WS_TYPE "anvia.sandbox.workspace.type"
+#define LABEL_WS_VOLUME "anvia.sandbox.workspace.volume"
+#define LABEL_NETWORK_MODE "anvia.sandbox.network.mode"
+#define LABEL_CMD_TIMEOUT "anvia.sandbox.runtime.command-timeout-ms"
+#define LABEL_MAX_OUTPUT "anvia.sandbox.runtime.max-output-bytes"
+#define LABEL_MAX_FILE "anvia.sandbox.runtime.max-file-bytes"
+#define LABEL_MAX_PROCESSES "anvia.sandbox.runtime.max-processes"
+
+#define KEEP_ALIVE_SCRIPT "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
+
+/* anvia-sandbox-<id> */
+char *container_name_for(const char *id);
+/* The create body. `volume` is the workspace volume name. */
+json_t *runspec_build(const create_opts_t *o, const char *volume, err_t *err);
+/* A seccomp profile's text (read from `path`, named in messages) as compact JSON, keys in
+ * their order, malloc'd; NULL with err set when it is not JSON. */
+char *seccomp_compact(const uint8_t *text, size_t len, const char *path, err_t *err);
+/* String(cpus) -> nano CPUs, exactly (big-rational arithmetic as the CLI): -1 when the
+ * value is too precise or out of range. */
+int parse_nano_cpus(const char *text, int64_t *nanos);
+
+typedef struct published_port {
+  int container_port;
+  int host_port;
+} published_port_t;
+
+/* Host ports bound to 127.0.0.1 for each requested container port, from an inspection's
+ * NetworkSettings.Ports. Missing -> port error "Docker did not publish port: N". */
+int ports_from_inspection(json_t *inspection, const int *ports, size_t n, published_port_t *out, err_t *err);
+/* Container ports configured in HostConfig.PortBindings ("N/tcp" keys), in key order. */
+int configured_ports(json_t *inspection, int **ports, size_t *n);
+
+#endif

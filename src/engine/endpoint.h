@@ -1,0 +1,47 @@
+/*
+ * endpoint.h - where the Docker engine is, resolved as the docker CLI resolves it.
+ *
+ * Owns: an endpoint_t owns its strings. Resolution order: an explicit host, DOCKER_HOST,
+ * DOCKER_CONTEXT, currentContext in $DOCKER_CONFIG/config.json (default ~/.docker), the
+ * default socket unix:///var/run/docker.sock. TLS follows DOCKER_TLS_VERIFY (any
+ * non-empty value verifies), DOCKER_TLS and DOCKER_CERT_PATH, or a context's TLS folder.
+ * Reads only small local files (the context metadata), bounded to 1 MiB each.
+ */
+#ifndef SBX_ENDPOINT_H
+#define SBX_ENDPOINT_H
+
+#include "base/err.h"
+
+typedef enum endpoint_kind { EP_UNIX = 1, EP_TCP = 2 } endpoint_kind_t;
+
+typedef struct endpoint_env {
+  const char *docker_host;
+  const char *docker_context;
+  const char *docker_config;
+  const char *home;
+  const char *tls_verify;
+  const char *tls;
+  const char *cert_path;
+} endpoint_env_t;
+
+typedef struct endpoint {
+  endpoint_kind_t kind;
+  char *unix_path; /* EP_UNIX */
+  char *host;      /* EP_TCP: host name or address, without brackets */
+  int port;        /* EP_TCP */
+  int tls;
+  int tls_verify;
+  char *ca_file;
+  char *cert_file;
+  char *key_file;
+  char *display; /* unix:///path or tcp://host:port, for messages */
+  char *source;  /* "host option", "DOCKER_HOST", "context NAME", "default" */
+} endpoint_t;
+
+/* Syntax check of a host string (unix://, tcp://, http://, https://). */
+int endpoint_parse(const char *spec, endpoint_t *out, err_t *err);
+int endpoint_resolve(const char *explicit_host, const endpoint_env_t *env, endpoint_t *out, err_t *err);
+void endpoint_env_from_process(endpoint_env_t *env);
+void endpoint_free(endpoint_t *ep);
+
+#endif

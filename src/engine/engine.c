@@ -1,0 +1,514 @@
+/*
+ * engine.c - endpoint, API version negotiation, HTTP requests and engine error mapping
+ * (see engine.h).
+ */
+#include "engine/engine.h"
+
+#include "base/trace.h"
+#include "codec/httphead.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_RESPONSE_LIMIT (8u * 1024u * 1024u)
+
+enum { ENG_UNKNOWN = 0, ENG_PINGING, ENG_READY };
+
+struct engine {
+  int refs;
+  io_t *io;
+  char *explicit_host;
+  endpoint_t ep;
+  int ep_resolved;
+  int state;
+  char api_version[16];
+  engine_waiter_t *waiters;
+  http_req_t *ping;
+  tls_ctx_t *tls; /* TLS endpoints: the exec connections' settings, made at the first exec */
+};
+
+static int engine_start_ping(engine_t *e, err_t *err);
+static int is_connect_failure(CURLcode c);
+
+engine_t *engine_new(io_t *io, const char *explicit_host) {
+  engine_t *e = calloc(1, sizeof(*e));
+  if (e == NULL) return NULL;
+  e->refs = 1;
+  e->io = io;
+  if (explicit_host != NULL) {
+    e->explicit_host = strdup(explicit_host);
+    if (e->explicit_host == NULL) {
+      free(e);
+      return NULL;
+    }
+  }
+  return e;
+}
+
+void engine_ref(engine_t *e) { e->refs++; }
+
+void engine_unref(engine_t *e) {
+  if (e == NULL || --e->refs > 0) return;
+  if (e->ping) {
+    http_req_cancel(e->ping);
+    http_req_free(e->ping);
+  }
+  tls_ctx_free(e->tls);
+  endpoint_free(&e->ep);
+  free(e->explicit_host);
+  free(e);
+}
+
+io_t *engine_io(engine_t *e) { return e->io; }
+
+tls_ctx_t *engine_tls_ctx(engine_t *e, err_t *err) {
+  if (e->tls == NULL) e->tls = tls_ctx_new(&e->ep, engine_display(e), err);
+  return e->tls;
+}
+const endpoint_t *engine_endpoint(engine_t *e) { return &e->ep; }
+const char *engine_api_version(engine_t *e) { return e->api_version; }
+const char *engine_display(engine_t *e) {
+  return e->ep_resolved && e->ep.display ? e->ep.display : "the Docker engine";
+}
+
+void engine_reset(engine_t *e) {
+  if (e->state == ENG_READY) e->state = ENG_UNKNOWN;
+}
+
+static int ensure_endpoint(engine_t *e, err_t *err) {
+  if (e->ep_resolved) return 0;
+  endpoint_env_t env;
+  endpoint_env_from_process(&env);
+  if (endpoint_resolve(e->explicit_host, &env, &e->ep, err) != 0) return -1;
+  e->ep_resolved = 1;
+  return 0;
+}
+
+int engine_when_ready(engine_t *e, engine_waiter_t *w, err_t *err) {
+  if (ensure_endpoint(e, err) != 0) return -1;
+  if (e->state == ENG_READY) return 1;
+  if (e->state == ENG_UNKNOWN && engine_start_ping(e, err) != 0) return -1;
+  w->next = e->waiters;
+  e->waiters = w;
+  w->queued = 1;
+  return 0;
+}
+
+void engine_cancel_wait(engine_t *e, engine_waiter_t *w) {
+  if (!w->queued) return;
+  for (engine_waiter_t **p = &e->waiters; *p; p = &(*p)->next) {
+    if (*p == w) {
+      *p = w->next;
+      break;
+    }
+  }
+  w->queued = 0;
+  w->next = NULL;
+  /* Nobody waits any more: drop a ping still in flight, so a ping that never answers
+   * cannot hold back the next request (it will ping again). */
+  if (e->waiters == NULL && e->state == ENG_PINGING && e->ping != NULL) {
+    http_req_free(e->ping);
+    e->ping = NULL;
+    e->state = ENG_UNKNOWN;
+  }
+}
+
+static void wake_waiters(engine_t *e, const err_t *err) {
+  /* Waiters may queue new work (or cancel others): detach the list first. */
+  engine_waiter_t *list = e->waiters;
+  e->waiters = NULL;
+  /* Reverse to call them in the order they queued. */
+  engine_waiter_t *ordered = NULL;
+  while (list) {
+    engine_waiter_t *next = list->next;
+    list->next = ordered;
+    ordered = list;
+    list = next;
+  }
+  while (ordered) {
+    engine_waiter_t *w = ordered;
+    ordered = w->next;
+    w->next = NULL;
+    w->queued = 0;
+    w->fn(w, err);
+  }
+}
+
+static void on_ping_done(http_req_t *req, void *ud) {
+  engine_t *e = ud;
+  err_t err;
+  err_init(&err);
+  e->ping = NULL;
+  if (!http_req_ok(req)) {
+    http_req_error(req, &err);
+    /* A refused ping is an unavailable engine, whatever the status. */
+    if (err.code != NULL && strcmp(err.code, CODE_DOCKER_COMMAND_FAILED) == 0) err.code = CODE_DOCKER_UNAVAILABLE;
+  } else {
+    int major = 0, minor = 0;
+    if (req->api_version == NULL || http_api_version_parse(req->api_version, &major, &minor) != 0) {
+      err_sandbox(&err, CODE_DOCKER_UNAVAILABLE,
+                  "Docker engine at %s did not report a usable API version.", engine_display(e));
+    } else if (major < ENGINE_MIN_API_MAJOR ||
+               (major == ENGINE_MIN_API_MAJOR && minor < ENGINE_MIN_API_MINOR)) {
+      err_sandbox(&err, CODE_DOCKER_UNAVAILABLE,
+                  "Docker engine at %s speaks API %d.%d; this package needs %d.%d or later.",
+                  engine_display(e), major, minor, ENGINE_MIN_API_MAJOR, ENGINE_MIN_API_MINOR);
+    } else {
+      snprintf(e->api_version, sizeof(e->api_version), "%d.%d", major, minor);
+    }
+  }
+  http_req_free(req);
+  e->state = err_is_set(&err) ? ENG_UNKNOWN : ENG_READY;
+  engine_ref(e); /* a waiter may drop the last other reference */
+  wake_waiters(e, err_is_set(&err) ? &err : NULL);
+  err_clear(&err);
+  engine_unref(e);
+}
+
+static int engine_start_ping(engine_t *e, err_t *err) {
+  http_req_t *req = http_req_new(e, "GET", "/_ping");
+  if (req == NULL) return err_oom(err);
+  req->versioned = 0;
+  http_req_set_limit(req, 4096);
+  /* An engine that does not answer its ping within this is not available. */
+  curl_easy_setopt(req->job.easy, CURLOPT_TIMEOUT_MS, 30000L);
+  if (http_req_start(req, on_ping_done, e, err) != 0) {
+    http_req_free(req);
+    return -1;
+  }
+  e->state = ENG_PINGING;
+  e->ping = req;
+  return 0;
+}
+
+/* ---- requests ---- */
+
+char *url_escape(const char *s) {
+  static const char hex[] = "0123456789ABCDEF";
+  size_t n = strlen(s);
+  char *out = malloc(n * 3 + 1);
+  if (out == NULL) return NULL;
+  char *o = out;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (isalnum(*p) || *p == '-' || *p == '_' || *p == '.' || *p == '~' || *p == '/') {
+      *o++ = (char)*p;
+    } else {
+      *o++ = '%';
+      *o++ = hex[*p >> 4];
+      *o++ = hex[*p & 15];
+    }
+  }
+  *o = 0;
+  return out;
+}
+
+http_req_t *http_req_new(engine_t *e, const char *method, const char *path_fmt, ...) {
+  http_req_t *r = calloc(1, sizeof(*r));
+  if (r == NULL) return NULL;
+  r->eng = e;
+  engine_ref(e);
+  r->versioned = 1;
+  buf_init(&r->body, 0);
+  buf_init(&r->resp, DEFAULT_RESPONSE_LIMIT);
+  err_init(&r->pre_err);
+  r->method = strdup(method);
+  va_list ap;
+  va_start(ap, path_fmt);
+  int n = vsnprintf(NULL, 0, path_fmt, ap);
+  va_end(ap);
+  if (n >= 0) {
+    r->path = malloc((size_t)n + 1);
+    if (r->path) {
+      va_start(ap, path_fmt);
+      vsnprintf(r->path, (size_t)n + 1, path_fmt, ap);
+      va_end(ap);
+    }
+  }
+  r->job.easy = curl_easy_init();
+  if (r->method == NULL || r->path == NULL || r->job.easy == NULL) {
+    http_req_free(r);
+    return NULL;
+  }
+  return r;
+}
+
+void http_req_set_limit(http_req_t *r, size_t max_bytes) { r->resp.limit = max_bytes; }
+
+int http_req_add_header(http_req_t *r, const char *header) {
+  struct curl_slist *l = curl_slist_append(r->headers, header);
+  if (l == NULL) return -1;
+  r->headers = l;
+  return 0;
+}
+
+int http_req_set_json(http_req_t *r, json_t *body) {
+  char *text = json_dumps(body, JSON_COMPACT);
+  json_decref(body);
+  if (text == NULL) return -1;
+  buf_reset(&r->body);
+  int rc = buf_append_str(&r->body, text);
+  free(text);
+  if (rc != 0) return -1;
+  return http_req_add_header(r, "Content-Type: application/json");
+}
+
+int http_req_take_body(http_req_t *r, buf_t *body, const char *content_type) {
+  buf_free(&r->body);
+  r->body = *body;
+  buf_init(body, 0);
+  char header[128];
+  snprintf(header, sizeof(header), "Content-Type: %s", content_type);
+  return http_req_add_header(r, header);
+}
+
+/* Keeps the two headers requests look at; every other header is ignored. */
+static size_t on_header(char *data, size_t size, size_t nmemb, void *ud) {
+  http_req_t *r = ud;
+  size_t len = size * nmemb;
+  char *v;
+  if ((v = http_header_line_value((const uint8_t *)data, len, "API-Version")) != NULL) {
+    free(r->api_version);
+    r->api_version = v;
+  } else if ((v = http_header_line_value((const uint8_t *)data, len, "X-Docker-Container-Path-Stat")) != NULL) {
+    free(r->path_stat);
+    r->path_stat = v;
+  }
+  return len;
+}
+
+static size_t on_write(char *data, size_t size, size_t nmemb, void *ud) {
+  http_req_t *r = ud;
+  size_t len = size * nmemb;
+  if (r->on_data != NULL) {
+    long status = 0;
+    curl_easy_getinfo(r->job.easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 200 && status < 300) {
+      int rc = r->on_data(r, (const uint8_t *)data, len, r->ud);
+      if (rc > 0) return CURL_WRITEFUNC_PAUSE;
+      return rc < 0 ? 0 : len;
+    }
+  }
+  if (buf_append(&r->resp, data, len) != 0) {
+    r->resp_too_large = 1;
+    return 0;
+  }
+  return len;
+}
+
+static void on_job_done(xfer_t *job, CURLcode result) {
+  http_req_t *r = (http_req_t *)job;
+  r->curl_result = result;
+  curl_easy_getinfo(r->job.easy, CURLINFO_RESPONSE_CODE, &r->status);
+  r->state = HTTP_DONE;
+  /* The engine went away (restart, socket gone): ping again before the next request, in
+   * case what answers next speaks another API version. */
+  if (result != CURLE_OK && r->versioned && (is_connect_failure(result) || result == CURLE_GOT_NOTHING ||
+                                             result == CURLE_RECV_ERROR || result == CURLE_SEND_ERROR))
+    engine_reset(r->eng);
+  if (trace_enabled()) {
+    double total = 0;
+    curl_easy_getinfo(r->job.easy, CURLINFO_TOTAL_TIME, &total);
+    long reused = 0;
+    curl_easy_getinfo(r->job.easy, CURLINFO_NUM_CONNECTS, &reused);
+    trace_event("%s %s -> %ld (%.2f ms, %s connection)", r->method, r->path, r->status, total * 1000,
+                reused ? "new" : "reused");
+  }
+  if (r->on_done) r->on_done(r, r->ud);
+}
+
+static void fail_before_start(http_req_t *r, const err_t *err) {
+  if (err) {
+    err_t copy;
+    err_init(&copy);
+    err_set(&copy, err->kind, err->code, "%s", err->message ? err->message : "");
+    if (err->details) err_set_details(&copy, json_deep_copy(err->details));
+    err_move(&r->pre_err, &copy);
+  } else {
+    err_oom(&r->pre_err);
+  }
+  r->state = HTTP_DONE;
+  if (r->on_done) r->on_done(r, r->ud);
+}
+
+/* Returns 0 when the transfer is running, -1 (nothing called) when it could not start. */
+static int launch(http_req_t *r) {
+  engine_t *e = r->eng;
+  const endpoint_t *ep = &e->ep;
+  buf_t url;
+  buf_init(&url, 0);
+  int rc;
+  if (ep->kind == EP_UNIX) {
+    rc = buf_append_str(&url, "http://localhost");
+  } else {
+    int v6 = strchr(ep->host, ':') != NULL;
+    rc = buf_printf(&url, "%s://%s%s%s:%d", ep->tls ? "https" : "http", v6 ? "[" : "", ep->host,
+                    v6 ? "]" : "", ep->port);
+  }
+  if (rc == 0 && r->versioned) rc = buf_printf(&url, "/v%s", e->api_version);
+  if (rc == 0) rc = buf_append_str(&url, r->path);
+  if (rc == 0) rc = buf_terminate(&url);
+  if (rc != 0) {
+    buf_free(&url);
+    return -1;
+  }
+  CURL *c = r->job.easy;
+  curl_easy_setopt(c, CURLOPT_URL, (char *)url.data);
+  buf_free(&url);
+  if (ep->kind == EP_UNIX) curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, ep->unix_path);
+  if (ep->tls) {
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, ep->tls_verify ? 1L : 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, ep->tls_verify ? 2L : 0L);
+    if (ep->ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, ep->ca_file);
+    if (ep->cert_file) curl_easy_setopt(c, CURLOPT_SSLCERT, ep->cert_file);
+    if (ep->key_file) curl_easy_setopt(c, CURLOPT_SSLKEY, ep->key_file);
+  }
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+  curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 256L * 1024L);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->errbuf);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+  if (strcmp(r->method, "GET") == 0) {
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+  } else if (strcmp(r->method, "HEAD") == 0) {
+    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  } else {
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
+    if (strcmp(r->method, "POST") == 0 || strcmp(r->method, "PUT") == 0) {
+      curl_easy_setopt(c, CURLOPT_POST, 1L);
+      curl_easy_setopt(c, CURLOPT_POSTFIELDS, r->body.data ? (char *)r->body.data : "");
+      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body.len);
+    }
+  }
+  /* No "Expect: 100-continue" round trip for large bodies. */
+  http_req_add_header(r, "Expect:");
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, r->headers);
+  r->job.done = on_job_done;
+  r->state = HTTP_RUNNING;
+  if (xfer_start(e->io->xfers, &r->job) != 0) {
+    r->state = HTTP_NEW;
+    return -1;
+  }
+  return 0;
+}
+
+static void on_engine_ready(engine_waiter_t *w, const err_t *err) {
+  http_req_t *r = (http_req_t *)((char *)w - offsetof(http_req_t, waiter));
+  if (err != NULL) {
+    fail_before_start(r, err);
+    return;
+  }
+  if (launch(r) != 0) fail_before_start(r, NULL);
+}
+
+int http_req_start(http_req_t *r, http_done_fn done, void *ud, err_t *err) {
+  r->on_done = done;
+  r->ud = ud;
+  if (!r->versioned) {
+    /* The ping itself: the endpoint is already resolved. */
+    if (launch(r) != 0) return err_oom(err);
+    return 0;
+  }
+  r->waiter.fn = on_engine_ready;
+  r->state = HTTP_WAITING;
+  int rc = engine_when_ready(r->eng, &r->waiter, err);
+  if (rc < 0) {
+    r->state = HTTP_NEW;
+    return -1;
+  }
+  if (rc == 1 && launch(r) != 0) return err_oom(err);
+  return 0;
+}
+
+void http_req_cancel(http_req_t *r) {
+  if (r == NULL) return;
+  if (r->state == HTTP_WAITING) engine_cancel_wait(r->eng, &r->waiter);
+  if (r->state == HTTP_RUNNING) xfer_stop(r->eng->io->xfers, &r->job);
+  if (r->state != HTTP_DONE) r->state = HTTP_CANCELLED;
+}
+
+void http_req_free(http_req_t *r) {
+  if (r == NULL) return;
+  http_req_cancel(r);
+  if (r->job.easy) curl_easy_cleanup(r->job.easy);
+  curl_slist_free_all(r->headers);
+  buf_free(&r->body);
+  buf_free(&r->resp);
+  free(r->method);
+  free(r->path);
+  free(r->path_stat);
+  free(r->api_version);
+  err_clear(&r->pre_err);
+  engine_unref(r->eng);
+  free(r);
+}
+
+int http_req_ok(const http_req_t *r) {
+  return r->state == HTTP_DONE && !err_is_set(&r->pre_err) && r->curl_result == CURLE_OK &&
+         r->status >= 200 && r->status < 300;
+}
+
+int http_req_not_found(const http_req_t *r) {
+  return r->state == HTTP_DONE && r->curl_result == CURLE_OK && r->status == 404;
+}
+
+char *http_req_engine_message(const http_req_t *r) { return http_error_message(r->resp.data, r->resp.len); }
+
+static int is_connect_failure(CURLcode c) {
+  return c == CURLE_COULDNT_CONNECT || c == CURLE_COULDNT_RESOLVE_HOST ||
+         c == CURLE_COULDNT_RESOLVE_PROXY || c == CURLE_SSL_CONNECT_ERROR ||
+         c == CURLE_OPERATION_TIMEDOUT || c == CURLE_PEER_FAILED_VERIFICATION ||
+         c == CURLE_SSL_CERTPROBLEM || c == CURLE_SSL_CACERT_BADFILE;
+}
+
+int http_req_error(const http_req_t *r, err_t *err) {
+  if (err_is_set(&r->pre_err)) {
+    err_set(err, r->pre_err.kind, r->pre_err.code, "%s", r->pre_err.message);
+    if (r->pre_err.details) err_set_details(err, json_deep_copy(r->pre_err.details));
+    return -1;
+  }
+  engine_t *e = r->eng;
+  if (r->curl_result != CURLE_OK) {
+    const char *why = r->errbuf[0] ? r->errbuf : curl_easy_strerror(r->curl_result);
+    if (r->resp_too_large) {
+      err_sandbox(err, CODE_DOCKER_COMMAND_FAILED,
+                  "Docker engine reply to %s %s exceeded %zu bytes.", r->method, r->path, r->resp.limit);
+    } else if (is_connect_failure(r->curl_result) && r->status == 0) {
+      err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "Docker engine is not reachable at %s: %s",
+                  engine_display(e), why);
+    } else {
+      err_sandbox(err, CODE_DOCKER_COMMAND_FAILED,
+                  "Docker engine connection failed during %s %s: %s", r->method, r->path, why);
+    }
+    json_t *d = json_pack("{s:s, s:s, s:s, s:s}", "method", r->method, "path", r->path, "endpoint",
+                          engine_display(e), "reason", why);
+    err_set_details(err, d);
+    return -1;
+  }
+  if (r->status >= 200 && r->status < 300) return 0;
+  char *msg = http_req_engine_message(r);
+  err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Docker engine request failed: %s %s (%ld): %s",
+              r->method, r->path, r->status, msg ? msg : "");
+  json_t *d = json_pack("{s:I, s:s, s:s, s:s}", "statusCode", (json_int_t)r->status, "message",
+                        msg ? msg : "", "method", r->method, "path", r->path);
+  err_set_details(err, d);
+  free(msg);
+  return -1;
+}
+
+json_t *http_req_json(const http_req_t *r, err_t *err) {
+  json_error_t jerr;
+  json_t *j = json_loadb((const char *)(r->resp.data ? r->resp.data : (uint8_t *)""), r->resp.len, 0, &jerr);
+  if (j == NULL) {
+    err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Docker engine returned malformed JSON for %s %s: %s",
+                r->method, r->path, jerr.text);
+    err_set_cause(err, jerr.text);
+  }
+  return j;
+}

@@ -1,0 +1,133 @@
+/*
+ * engine.h - one Docker engine as the client sees it: its endpoint, the API version
+ * negotiated with it, and HTTP requests to it over the shared libcurl loop.
+ *
+ * Owns: an engine_t owns its endpoint and is reference counted (the client and every
+ * sandbox handle made through it hold a reference). An http_req_t owns its libcurl easy
+ * handle, header list, request body and collected response.
+ *
+ * Nothing here does I/O until the first request: the endpoint is resolved then (reading
+ * at most the Docker context metadata) and GET /_ping negotiates the API version once.
+ * Every later request is sent as /v<version>/<path>.
+ */
+#ifndef SBX_ENGINE_H
+#define SBX_ENGINE_H
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "base/buf.h"
+#include "engine/endpoint.h"
+#include "base/err.h"
+#include "engine/io.h"
+#include "engine/xfer.h"
+#include "engine/tlsconn.h"
+
+#define ENGINE_MIN_API_MAJOR 1
+#define ENGINE_MIN_API_MINOR 40
+
+typedef struct engine engine_t;
+typedef struct http_req http_req_t;
+
+typedef struct engine_waiter engine_waiter_t;
+typedef void (*engine_ready_fn)(engine_waiter_t *w, const err_t *err);
+struct engine_waiter {
+  engine_ready_fn fn;
+  engine_waiter_t *next;
+  int queued;
+};
+
+engine_t *engine_new(io_t *io, const char *explicit_host);
+void engine_ref(engine_t *e);
+void engine_unref(engine_t *e);
+/* The I/O context the engine's requests and connections run on. */
+io_t *engine_io(engine_t *e);
+/* Valid once the engine is ready (after a waiter was called without error). */
+const endpoint_t *engine_endpoint(engine_t *e);
+/* TLS endpoints, once ready: the settings every exec connection shares (certificates read
+ * at the first call). NULL with err set when they cannot be loaded. */
+tls_ctx_t *engine_tls_ctx(engine_t *e, err_t *err);
+const char *engine_api_version(engine_t *e);
+/* A description for messages: the endpoint if known, else "the Docker engine". */
+const char *engine_display(engine_t *e);
+/*
+ * Returns 1 when the engine is ready now (nothing queued), 0 when the waiter was queued
+ * and will be called later, -1 with `err` set when the endpoint cannot be resolved.
+ */
+int engine_when_ready(engine_t *e, engine_waiter_t *w, err_t *err);
+void engine_cancel_wait(engine_t *e, engine_waiter_t *w);
+/* Forget the negotiated version (after the engine went away), so the next request pings. */
+void engine_reset(engine_t *e);
+
+/* ---- HTTP requests ---- */
+
+/* Runs inside libcurl: must not call libcurl or JavaScript. 0 = go on, 1 = pause, -1 = abort. */
+typedef int (*http_data_fn)(http_req_t *req, const uint8_t *data, size_t len, void *ud);
+typedef void (*http_done_fn)(http_req_t *req, void *ud);
+
+struct http_req {
+  xfer_t job;
+  engine_waiter_t waiter;
+  engine_t *eng;
+  char *method;
+  char *path; /* with query, already escaped; without the version prefix */
+  int versioned;
+  struct curl_slist *headers;
+  buf_t body;
+  buf_t resp;
+  long status;
+  char *path_stat;   /* X-Docker-Container-Path-Stat */
+  char *api_version; /* API-Version */
+  int resp_too_large;
+  http_data_fn on_data;
+  http_done_fn on_done;
+  void *ud;
+  CURLcode curl_result;
+  err_t pre_err; /* failure before the transfer could start */
+  int state;     /* HTTP_NEW, HTTP_WAITING, HTTP_RUNNING, HTTP_DONE, HTTP_CANCELLED */
+  char errbuf[CURL_ERROR_SIZE];
+};
+
+enum { HTTP_NEW = 0, HTTP_WAITING, HTTP_RUNNING, HTTP_DONE, HTTP_CANCELLED };
+
+/* `path` is printf-style; every dynamic part must already be URL-escaped (see url_escape). */
+http_req_t *http_req_new(engine_t *e, const char *method, const char *path_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Serialises `body` (reference stolen) as the JSON request body. */
+int http_req_set_json(http_req_t *r, json_t *body);
+/* Takes ownership of `body`'s bytes; `body` is left empty. */
+int http_req_take_body(http_req_t *r, buf_t *body, const char *content_type);
+int http_req_add_header(http_req_t *r, const char *header);
+/* Most bytes of response body kept (default 8 MiB); more fails the request. */
+void http_req_set_limit(http_req_t *r, size_t max_bytes);
+/*
+ * Starts the request. Returns 0 when it is on its way (`done` will be called later, never
+ * from inside this call), or -1 with err set when it could not start (`done` is not
+ * called; the request can be freed).
+ */
+int http_req_start(http_req_t *r, http_done_fn done, void *ud, err_t *err);
+/* Stops the transfer; the done callback is not called. */
+void http_req_cancel(http_req_t *r);
+void http_req_free(http_req_t *r);
+
+/* 1 when the transfer completed with a 2xx status. */
+int http_req_ok(const http_req_t *r);
+/* 1 when the engine answered 404 (no such container, volume, path or image). */
+int http_req_not_found(const http_req_t *r);
+/*
+ * Fills `err` for a failed request: the endpoint unreachable is docker_unavailable naming
+ * it; an engine error is docker_command_failed with details { statusCode, message,
+ * method, path }. Returns -1 (or 0 when the request succeeded and nothing was set).
+ */
+int http_req_error(const http_req_t *r, err_t *err);
+/* The engine's error text of a finished request ("message" of the JSON body, or the body). */
+char *http_req_engine_message(const http_req_t *r);
+/* Parses the response body; sets a docker_command_failed error on malformed JSON. */
+json_t *http_req_json(const http_req_t *r, err_t *err);
+/* Percent-escapes a path or query component. Caller frees. */
+char *url_escape(const char *s);
+
+#endif

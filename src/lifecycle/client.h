@@ -1,0 +1,27 @@
+/*
+ * client.h - the native side of DockerSandboxClient: which engine it talks to.
+ *
+ * Owns: a client_t holds a reference to its engine_t. The JavaScript object owns the
+ * client_t through an external; sandboxes made through it take their own engine
+ * reference, so they outlive the client object if they must.
+ */
+#ifndef SBX_CLIENT_H
+#define SBX_CLIENT_H
+
+#include <node_api.h>
+
+#include "engine/engine.h"
+
+typedef struct client {
+  engine_t *eng;
+  char *docker_path;
+} client_t;
+
+/* The client behind a token from native.clientNew, or NULL (a TypeError is thrown). */
+client_t *client_from_js(napi_env env, napi_value v);
+/* native.clientNew(options): validates as the original's constructor, plus `host`. */
+napi_value client_js_new(napi_env env, napi_callback_info info);
+/* native.resolveEndpoint(host, env): endpoint resolution as a pure function, for tests. */
+napi_value client_js_resolve_endpoint(napi_env env, napi_callback_info info);
+
+#endif

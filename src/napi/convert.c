@@ -1,0 +1,123 @@
+/*
+ * convert.c - C records as the JavaScript values the shim receives (see convert.h).
+ */
+#include "napi/convert.h"
+
+#include "napi/token.h"
+#include "napi/values.h"
+
+napi_value nu_error_value(jsenv_t *js, err_t *err) {
+  napi_env env = js->env;
+  napi_value msg = nu_string(env, err->message ? err->message : "Unknown error.");
+  napi_value result = NULL;
+  /* A TypeError or RangeError with a code (e.g. ERR_ENCODING_INVALID_ENCODED_DATA) carries it as `code`. */
+  napi_value plain_code = err->code ? nu_string(env, err->code) : NULL;
+  if (err->kind == ERRK_TYPE) {
+    napi_create_type_error(env, plain_code, msg, &result);
+    return result;
+  }
+  if (err->kind == ERRK_RANGE) {
+    napi_create_range_error(env, plain_code, msg, &result);
+    return result;
+  }
+  napi_value ctor = NULL;
+  if (js->error_ctor) napi_get_reference_value(env, js->error_ctor, &ctor);
+  napi_value details = nu_undefined(env);
+  if (err->exec_details) details = exec_result_to_js(env, err->exec_details);
+  else if (err->details) details = nu_from_json(env, err->details);
+  napi_value options = nu_undefined(env);
+  if (err->cause) {
+    napi_value cause_msg = nu_string(env, err->cause), cause;
+    napi_create_error(env, NULL, cause_msg, &cause);
+    napi_create_object(env, &options);
+    napi_set_named_property(env, options, "cause", cause);
+  }
+  if (ctor == NULL) {
+    napi_create_error(env, NULL, msg, &result);
+    return result;
+  }
+  napi_value argv[4] = {msg, nu_string(env, err->code ? err->code : CODE_DOCKER_COMMAND_FAILED), details,
+                        options};
+  if (napi_new_instance(env, ctor, 4, argv, &result) != napi_ok) {
+    napi_create_error(env, NULL, msg, &result);
+  }
+  return result;
+}
+
+napi_value nu_throw_err(jsenv_t *js, err_t *err) {
+  napi_throw(js->env, nu_error_value(js, err));
+  err_clear(err);
+  return NULL;
+}
+
+napi_value exec_result_to_js(napi_env env, exec_result_t *r) {
+  napi_value o;
+  napi_create_object(env, &o);
+  napi_set_named_property(env, o, "stdout", nu_uint8array(env, r->out.bytes.data, r->out.bytes.len));
+  napi_set_named_property(env, o, "stderr", nu_uint8array(env, r->err.bytes.data, r->err.bytes.len));
+  napi_set_named_property(env, o, "durationMs", nu_number(env, r->duration_ms));
+  napi_set_named_property(env, o, "stdoutTruncated", nu_bool(env, r->out.truncated));
+  napi_set_named_property(env, o, "stderrTruncated", nu_bool(env, r->err.truncated));
+  if (r->timed_out) {
+    napi_set_named_property(env, o, "status", nu_string(env, "timed_out"));
+  } else {
+    napi_set_named_property(env, o, "status", nu_string(env, "exited"));
+    napi_set_named_property(env, o, "exitCode", nu_number(env, r->exit_code));
+  }
+  return o;
+}
+
+static napi_value opt_number(napi_env env, int has, uint64_t v) {
+  return has ? nu_number(env, (double)v) : nu_null(env);
+}
+
+napi_value text_page_to_js(napi_env env, const text_page_t *page) {
+  napi_value o;
+  NU_CALL(env, napi_create_object(env, &o));
+  NU_CALL(env, napi_set_named_property(env, o, "content",
+                                       nu_string_n(env, (const char *)page->content, page->content_len)));
+  NU_CALL(env, napi_set_named_property(env, o, "startLine", nu_number(env, (double)page->start_line)));
+  NU_CALL(env, napi_set_named_property(env, o, "endLine", opt_number(env, page->has_end_line, page->end_line)));
+  NU_CALL(env, napi_set_named_property(env, o, "nextStartLine",
+                                       opt_number(env, page->has_next_start_line, page->next_start_line)));
+  NU_CALL(env, napi_set_named_property(env, o, "truncated", nu_bool(env, page->truncated)));
+  napi_value by = page->truncated_by == PAGE_TRUNC_BYTES   ? nu_string(env, "bytes")
+                  : page->truncated_by == PAGE_TRUNC_LINES ? nu_string(env, "lines")
+                                                           : nu_null(env);
+  NU_CALL(env, napi_set_named_property(env, o, "truncatedBy", by));
+  return o;
+}
+
+static void sandbox_finalize(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  sandbox_unref(data);
+}
+
+sandbox_t *sandbox_from_js(napi_env env, napi_value v) { return token_unwrap(env, v, TOKEN_SANDBOX); }
+
+napi_value sandbox_to_js(napi_env env, sandbox_t *s) {
+  napi_value o, ext, ports;
+  NU_CALL(env, napi_create_object(env, &o));
+  sandbox_ref(s);
+  ext = token_wrap(env, TOKEN_SANDBOX, s, sandbox_finalize);
+  if (ext == NULL) {
+    sandbox_unref(s);
+    return NULL;
+  }
+  napi_set_named_property(env, o, "sandbox", ext);
+  napi_set_named_property(env, o, "id", nu_string(env, s->id));
+  napi_set_named_property(env, o, "workdir", nu_string(env, s->workdir));
+  napi_create_array_with_length(env, s->nports, &ports);
+  for (size_t i = 0; i < s->nports; i++) {
+    napi_value p;
+    napi_create_object(env, &p);
+    napi_set_named_property(env, p, "containerPort", nu_number(env, s->ports[i].container_port));
+    napi_set_named_property(env, p, "host", nu_string(env, "127.0.0.1"));
+    napi_set_named_property(env, p, "hostPort", nu_number(env, s->ports[i].host_port));
+    napi_set_named_property(env, p, "protocol", nu_string(env, "tcp"));
+    napi_set_element(env, ports, (uint32_t)i, p);
+  }
+  napi_set_named_property(env, o, "publishedPorts", ports);
+  return o;
+}

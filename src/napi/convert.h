@@ -1,0 +1,33 @@
+/*
+ * convert.h - C records as the JavaScript values the shim receives: errors (a
+ * DockerSandboxError, TypeError or RangeError built from an err_t), command results, text
+ * file pages and sandbox handles.
+ *
+ * Owns: nothing; a sandbox handle takes its own reference on the sandbox, released when
+ * the handle is collected.
+ */
+#ifndef SBX_CONVERT_H
+#define SBX_CONVERT_H
+
+#include <node_api.h>
+
+#include "base/err.h"
+#include "base/exec_result.h"
+#include "codec/textpage.h"
+#include "napi/jsenv.h"
+#include "sandbox/sandbox.h"
+
+/* Builds the JS error value for err (which stays set). */
+napi_value nu_error_value(jsenv_t *js, err_t *err);
+/* Throws err as a JS exception and clears it; returns NULL for the caller to return. */
+napi_value nu_throw_err(jsenv_t *js, err_t *err);
+/* { stdout, stderr, durationMs, stdoutTruncated, stderrTruncated, status[, exitCode] } */
+napi_value exec_result_to_js(napi_env env, exec_result_t *r);
+/* The object readTextFilePage resolves with. */
+napi_value text_page_to_js(napi_env env, const text_page_t *page);
+/* { sandbox: <token>, id, workdir, publishedPorts: [...] } for the JS handle. */
+napi_value sandbox_to_js(napi_env env, sandbox_t *s);
+/* The sandbox behind a handle's token, or NULL with a TypeError pending. */
+sandbox_t *sandbox_from_js(napi_env env, napi_value v);
+
+#endif

@@ -1,0 +1,13 @@
+/*
+ * exports.h - the pure C functions exposed to the unit tests (exports_text.c: paths, text
+ * pages, listing output; exports_codec.c: frames, tar, user specs, container specs).
+ */
+#ifndef SBX_EXPORTS_H
+#define SBX_EXPORTS_H
+
+#include <node_api.h>
+
+void exports_text_register(napi_env env, napi_value exports);
+void exports_codec_register(napi_env env, napi_value exports);
+
+#endif

@@ -1,0 +1,243 @@
+/*
+ * op.c - operation tokens, promises and settlement (see op.h).
+ */
+#include "napi/op.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "napi/token.h"
+#include "napi/convert.h"
+#include "napi/jsenv.h"
+#include "napi/values.h"
+
+struct op_handle {
+  op_t *op;
+};
+
+static void op_teardown_all(jsenv_t *js);
+
+static void op_unlink(op_t *op) {
+  jsenv_t *js = op->js;
+  if (op->prev) op->prev->next = op->next;
+  else if (js->ops == op) js->ops = op->next;
+  if (op->next) op->next->prev = op->prev;
+  op->prev = op->next = NULL;
+}
+
+static void op_free(op_t *op) {
+  op_unlink(op);
+  if (op->handle) op->handle->op = NULL;
+  napi_env env = op->js->env;
+  if (!op->js->closing) {
+    if (op->cancel_reason) napi_delete_reference(env, op->cancel_reason);
+    if (op->on_event) napi_delete_reference(env, op->on_event);
+  }
+  if (op->vt->destroy) op->vt->destroy(op);
+  sandbox_unref(op->sb);
+  free(op);
+}
+
+void *op_prepare(napi_env env, const op_vtable_t *vt, size_t size, sandbox_t *sb) {
+  jsenv_t *js = jsenv_get(env);
+  op_t *op = calloc(1, size);
+  if (op == NULL || jsenv_on_teardown(js, op_teardown_all) != 0) {
+    free(op);
+    err_t err;
+    err_init(&err);
+    err_oom(&err);
+    nu_throw_err(js, &err);
+    return NULL;
+  }
+  op->vt = vt;
+  op->js = js;
+  op->sb = sb;
+  if (sb) sandbox_ref(sb);
+  op->next = js->ops;
+  if (js->ops) js->ops->prev = op;
+  js->ops = op;
+  return op;
+}
+
+static void token_finalize(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  op_handle_t *h = data;
+  op_t *op = h->op;
+  if (op != NULL) {
+    op->handle = NULL;
+    /* Never started: nobody else will free it. */
+    if (!op->started) op_free(op);
+  }
+  free(h);
+}
+
+napi_value op_prepared(op_t *op, err_t *err) {
+  jsenv_t *js = op->js;
+  op_handle_t *h = NULL;
+  napi_value token = NULL;
+  if (err != NULL && err_is_set(err)) goto fail;
+  h = calloc(1, sizeof(*h));
+  if (h == NULL) goto oom;
+  h->op = op;
+  op->handle = h;
+  token = token_wrap(js->env, TOKEN_OP, h, token_finalize);
+  if (token == NULL) {
+    op->handle = NULL;
+    free(h);
+    op_free(op);
+    return NULL; /* token_wrap threw */
+  }
+  return token;
+oom:
+  err_oom(err);
+fail:
+  op_free(op);
+  return nu_throw_err(js, err);
+}
+
+void op_release(op_t *op) {
+  op->released = 1;
+  if (op->settled || op->teardown) op_free(op);
+}
+
+/*
+ * Every settlement: open a scope, build the value (`value`, else `build(op)`, else the
+ * error of `err`), resolve or reject, close the scope, free the op if it was released.
+ */
+static void settle(op_t *op, int ok, napi_value (*build)(op_t *op), err_t *err, int use_reason) {
+  jsenv_t *js = op->js;
+  js_scope_t s;
+  if (op->settled || op->teardown || js->closing || js_enter(js, &s) != 0) {
+    if (err) err_clear(err);
+    return;
+  }
+  napi_env env = js->env;
+  napi_value v;
+  if (use_reason) v = op_cancel_reason(op);
+  else if (err) v = nu_error_value(js, err);
+  else if (build) v = build(op);
+  else v = nu_undefined(env);
+  if (err) err_clear(err);
+  if (v == NULL) {
+    /* The builder threw (out of memory): reject with that. */
+    napi_value ex = NULL;
+    napi_get_and_clear_last_exception(env, &ex);
+    v = ex ? ex : nu_undefined(env);
+    ok = 0;
+  }
+  if (ok) napi_resolve_deferred(env, op->deferred, v);
+  else napi_reject_deferred(env, op->deferred, v);
+  op->deferred = NULL;
+  op->settled = 1;
+  int free_now = op->released;
+  js_leave(js, &s);
+  if (free_now) op_free(op);
+}
+
+void op_resolve(op_t *op) { settle(op, 1, op->vt->result, NULL, 0); }
+void op_reject(op_t *op, err_t *err) { settle(op, 0, NULL, err, 0); }
+void op_reject_cancelled(op_t *op) { settle(op, 0, NULL, NULL, 1); }
+void op_reject_build(op_t *op, napi_value (*build)(op_t *op)) { settle(op, 0, build, NULL, 0); }
+
+void op_settle(op_t *op, err_t *err) {
+  if (err != NULL && err_is_set(err)) op_reject(op, err);
+  else op_resolve(op);
+  op_release(op);
+}
+
+/* The reason native.cancel() was given, or undefined. Scope must be open. */
+napi_value op_cancel_reason(op_t *op) {
+  napi_env env = op->js->env;
+  napi_value holder = NULL;
+  if (op->cancel_reason) napi_get_reference_value(env, op->cancel_reason, &holder);
+  return holder ? nu_get(env, holder, "reason") : nu_undefined(env);
+}
+
+void op_emit(op_t *op, size_t argc, napi_value *argv) {
+  if (op->on_event == NULL || op->js->closing) return;
+  napi_env env = op->js->env;
+  napi_value fn, recv;
+  napi_get_reference_value(env, op->on_event, &fn);
+  if (fn == NULL) return;
+  napi_get_undefined(env, &recv);
+  napi_value ignored;
+  napi_status st = napi_call_function(env, recv, fn, argc, argv, &ignored);
+  if (st == napi_pending_exception) {
+    /* The shim's callbacks do not throw; if one does, report it as Node would. */
+    napi_value ex;
+    napi_get_and_clear_last_exception(env, &ex);
+    napi_fatal_exception(env, ex);
+  }
+}
+
+/* The environment ends: every live op is stopped without calling JavaScript. */
+static void op_teardown_all(jsenv_t *js) {
+  while (js->ops) {
+    op_t *op = js->ops;
+    op->teardown = 1;
+    op->cancelled = 1;
+    if (op->started && op->vt->cancel) {
+      op->vt->cancel(op);
+      /* cancel() must release; make sure the list shrinks regardless. */
+      if (js->ops == op) op_free(op);
+    } else {
+      op_free(op);
+    }
+  }
+}
+
+napi_value op_js_start(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2] = {NULL, NULL};
+  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  op_handle_t *h = token_unwrap(env, argc > 0 ? argv[0] : nu_undefined(env), TOKEN_OP);
+  if (h == NULL) return NULL; /* TypeError thrown */
+  op_t *op = h->op;
+  if (op == NULL || op->started) {
+    napi_throw_error(env, NULL, "Operation token is not valid.");
+    return NULL;
+  }
+  if (argc > 1 && nu_typeof(env, argv[1]) == napi_function) {
+    NU_CALL(env, napi_create_reference(env, argv[1], 1, &op->on_event));
+  }
+  napi_value promise;
+  NU_CALL(env, napi_create_promise(env, &op->deferred, &promise));
+  op->started = 1;
+  op->vt->start(op);
+  return promise;
+}
+
+napi_value op_js_cancel(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2] = {NULL, NULL};
+  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  op_handle_t *h = token_unwrap(env, argc > 0 ? argv[0] : nu_undefined(env), TOKEN_OP);
+  if (h == NULL) return NULL; /* TypeError thrown */
+  op_t *op = h->op;
+  if (op == NULL || !op->started || op->settled || op->cancelled) return nu_undefined(env);
+  op->cancelled = 1;
+  if (argc > 1) {
+    /* The reason may be a primitive: keep it inside a holder object we can reference. */
+    napi_value holder;
+    NU_CALL(env, napi_create_object(env, &holder));
+    NU_CALL(env, napi_set_named_property(env, holder, "reason", argv[1]));
+    NU_CALL(env, napi_create_reference(env, holder, 1, &op->cancel_reason));
+  }
+  if (op->vt->cancel) op->vt->cancel(op);
+  return nu_undefined(env);
+}
+
+napi_value op_js_control(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2] = {NULL, NULL};
+  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  op_handle_t *h = token_unwrap(env, argc > 0 ? argv[0] : nu_undefined(env), TOKEN_OP);
+  if (h == NULL) return NULL; /* TypeError thrown */
+  op_t *op = h->op;
+  int64_t command = 0;
+  if (op == NULL || !op->started || op->settled || op->cancelled || op->vt->control == NULL) return nu_undefined(env);
+  if (argc > 1) nu_safe_integer(env, argv[1], &command);
+  op->vt->control(op, (int)command);
+  return nu_undefined(env);
+}

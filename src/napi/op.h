@@ -1,0 +1,96 @@
+/*
+ * op.h - one asynchronous operation seen from JavaScript: prepared, started, maybe
+ * cancelled, settled exactly once, then freed.
+ *
+ * Owns: an op_t owns its promise's deferred, the abort reason it was cancelled with, an
+ * optional event callback, a reference to the sandbox it works on (if any), and (through
+ * its vtable) the operation's own state.
+ *
+ * The JavaScript side sees an op as an opaque token: native.prepareX() validates its
+ * arguments and returns one (op_prepare ... op_prepared), native.start(token) returns the
+ * promise, native.cancel(token, reason) stops it. The token is a small handle that
+ * forgets the op when the op is freed, so a late cancel or a garbage-collected token is
+ * always safe; it is type-tagged (napi/token.h), so another kind of token is refused.
+ *
+ * Settling (op_settle, op_reject_cancelled, op_reject_build) is safe from libuv callbacks
+ * (a JavaScript scope is opened) and from JavaScript calls.
+ */
+#ifndef SBX_OP_H
+#define SBX_OP_H
+
+#include <node_api.h>
+
+#include "base/err.h"
+#include "napi/jsenv.h"
+#include "sandbox/sandbox.h"
+
+typedef struct op op_t;
+
+typedef struct op_vtable {
+  const char *name;
+  /* Begins the work. Runs in a JavaScript call. */
+  void (*start)(op_t *op);
+  /*
+   * Stops the work after native.cancel() (or environment teardown, op->teardown set).
+   * Must settle the op (usually op_reject_cancelled) unless tearing down, and call
+   * op_release once nothing it owns is pending.
+   */
+  void (*cancel)(op_t *op);
+  /* Optional: builds the resolution value (undefined without). Runs with a scope open. */
+  napi_value (*result)(op_t *op);
+  /* Optional: frees the op-specific part. The op struct itself is freed by op.c. */
+  void (*destroy)(op_t *op);
+  /* Optional: flow control from JavaScript (OP_PAUSE / OP_RESUME). */
+  void (*control)(op_t *op, int command);
+} op_vtable_t;
+
+enum { OP_RESUME = 0, OP_PAUSE = 1 };
+
+typedef struct op_handle op_handle_t;
+
+struct op {
+  const op_vtable_t *vt;
+  jsenv_t *js;
+  sandbox_t *sb; /* the sandbox it works on (a reference), or NULL */
+  napi_deferred deferred;
+  op_handle_t *handle;
+  napi_ref cancel_reason;
+  napi_ref on_event;
+  int started;
+  int settled;
+  int cancelled;
+  int teardown;
+  int released;
+  op_t *prev, *next;
+};
+
+/*
+ * The start of every prepare: allocates an op of `size` bytes (op_t first, the rest
+ * zeroed) for the environment of `env`, bound to `sb` when not NULL. NULL, with the
+ * out-of-memory error thrown, when memory runs out.
+ */
+void *op_prepare(napi_env env, const op_vtable_t *vt, size_t size, sandbox_t *sb);
+/* The end of every prepare: the op's token; or, when `err` is set (an argument was
+ * refused, or memory ran out filling the op), the op is discarded and err thrown. */
+napi_value op_prepared(op_t *op, err_t *err);
+
+/* Settles with the result (err NULL or empty) or the error, then releases the op. */
+void op_settle(op_t *op, err_t *err);
+void op_resolve(op_t *op);
+void op_reject(op_t *op, err_t *err);
+void op_reject_cancelled(op_t *op);
+/* Rejects with a value built by `build` inside an open scope (e.g. an AggregateError). */
+void op_reject_build(op_t *op, napi_value (*build)(op_t *op));
+/* The abort reason given to native.cancel(); a JavaScript scope must be open. */
+napi_value op_cancel_reason(op_t *op);
+/* Calls the op's event callback with argv (scope must be open: use js_enter). */
+void op_emit(op_t *op, size_t argc, napi_value *argv);
+/* The op has nothing pending: frees it once settled (or at once when tearing down). */
+void op_release(op_t *op);
+
+/* N-API entry points: start(token[, onEvent]), cancel(token, reason), control(token, command). */
+napi_value op_js_start(napi_env env, napi_callback_info info);
+napi_value op_js_cancel(napi_env env, napi_callback_info info);
+napi_value op_js_control(napi_env env, napi_callback_info info);
+
+#endif

@@ -1,0 +1,462 @@
+/*
+ * opts.c - createSandbox option validation and snapshot (see opts.h).
+ *
+ * The checks run in the original's order so the first error a caller sees is the same
+ * one the original reported.
+ */
+#include "napi/opts.h"
+
+#include "base/rand.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "napi/args.h"
+#include "napi/values.h"
+#include "codec/paths.h"
+
+#define LABEL_PREFIX "anvia.sandbox."
+
+int check_sandbox_id(napi_env env, napi_value v, err_t *err) {
+  char *s = nu_strdup(env, v);
+  size_t len = 0;
+  if (s) napi_get_value_string_utf8(env, v, NULL, 0, &len);
+  int ok = s != NULL && strlen(s) == len && sandbox_id_valid(s);
+  free(s);
+  if (!ok) return err_type(err, "Sandbox id must be 1-63 lowercase letters, numbers, dots, underscores, or hyphens.");
+  return 0;
+}
+
+int check_nonempty_string(napi_env env, napi_value v, const char *name, err_t *err) {
+  if (!nu_is_nonempty_string(env, v)) return err_type(err, "%s must be a non-empty string.", name);
+  return 0;
+}
+
+int check_positive_safe_integer(napi_env env, napi_value v, const char *name, int64_t *out, err_t *err) {
+  int64_t x = 0;
+  if (!nu_safe_integer(env, v, &x) || x <= 0) return err_range(err, "%s must be a positive safe integer.", name);
+  if (out) *out = x;
+  return 0;
+}
+
+int check_nonnegative_safe_integer(napi_env env, napi_value v, const char *name, int64_t *out, err_t *err) {
+  int64_t x = 0;
+  if (!nu_safe_integer(env, v, &x) || x < 0) return err_range(err, "%s must be a non-negative safe integer.", name);
+  if (out) *out = x;
+  return 0;
+}
+
+static int env_key_valid(const char *k) {
+  if (!((k[0] >= 'A' && k[0] <= 'Z') || (k[0] >= 'a' && k[0] <= 'z') || k[0] == '_')) return 0;
+  for (const char *p = k + 1; *p; p++) {
+    char c = *p;
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return 0;
+  }
+  return 1;
+}
+
+int read_string_record(napi_env env, napi_value v, const char *name, kv_list_t *out, err_t *err) {
+  memset(out, 0, sizeof(*out));
+  if (nu_is_undefined(env, v)) return 0;
+  if (!nu_is_record(env, v)) return err_type(err, "%s must be an object.", name);
+  nu_keys_t keys;
+  if (nu_keys(env, v, &keys) != 0) return err_oom(err);
+  if (keys.count > 0) {
+    out->items = calloc(keys.count, sizeof(kv_t));
+    if (out->items == NULL) return err_oom(err);
+  }
+  for (uint32_t i = 0; i < keys.count; i++) {
+    napi_value key = nu_key_at(env, &keys, i);
+    char *k = nu_strdup(env, key);
+    napi_value item;
+    napi_get_property(env, v, key, &item);
+    if (k == NULL) goto oom;
+    if (nu_typeof(env, item) != napi_string) {
+      err_type(err, "%s.%s must be a string.", name, k);
+      free(k);
+      goto fail;
+    }
+    if (strcmp(name, "env") == 0 && !env_key_valid(k)) {
+      err_type(err, "Invalid environment variable name: %s", k);
+      free(k);
+      goto fail;
+    }
+    out->items[out->count].key = k;
+    out->items[out->count].value = nu_strdup(env, item);
+    out->count++;
+    if (out->items[out->count - 1].value == NULL) goto oom;
+  }
+  return 0;
+oom:
+  err_oom(err);
+fail:
+  kv_list_free(out);
+  return -1;
+}
+
+/* Node's message for path functions called with a non-string (ERR_INVALID_ARG_TYPE). */
+static int invalid_path_arg(napi_env env, napi_value v, err_t *err) {
+  napi_valuetype t = nu_typeof(env, v);
+  char *shown = nu_to_display(env, v);
+  if (t == napi_number || t == napi_boolean || t == napi_bigint) {
+    err_type(err, "The \"path\" argument must be of type string. Received type %s (%s%s)",
+             t == napi_number ? "number" : t == napi_boolean ? "boolean" : "bigint", shown ? shown : "",
+             t == napi_bigint ? "n" : "");
+  } else if (t == napi_function) {
+    char *name = nu_strdup(env, nu_get(env, v, "name"));
+    err_type(err, "The \"path\" argument must be of type string. Received function %s",
+             name && name[0] ? name : "anonymous");
+    free(name);
+  } else if (t == napi_object) {
+    napi_value ctor = nu_get(env, v, "constructor");
+    char *name = nu_strdup(env, nu_get(env, ctor, "name"));
+    err_type(err, "The \"path\" argument must be of type string. Received an instance of %s",
+             name && name[0] ? name : "Object");
+    free(name);
+  } else {
+    err_type(err, "The \"path\" argument must be of type string. Received %s", shown ? shown : "a value");
+  }
+  free(shown);
+  err->code = "ERR_INVALID_ARG_TYPE";
+  return -1;
+}
+
+static int read_ports(napi_env env, napi_value ports, create_opts_t *o, err_t *err) {
+  uint32_t n = 0;
+  napi_get_array_length(env, ports, &n);
+  if (n == 0) return 0;
+  o->ports = calloc(n, sizeof(int));
+  if (o->ports == NULL) return err_oom(err);
+  for (uint32_t i = 0; i < n; i++) {
+    napi_value p;
+    napi_get_element(env, ports, i, &p);
+    double d = 0;
+    if (!nu_integer(env, p, &d) || d < 1 || d > 65535) {
+      char *shown = nu_to_display(env, p);
+      err_sandbox(err, CODE_PORT, "Sandbox port must be an integer from 1 to 65535: %s", shown ? shown : "");
+      free(shown);
+      return -1;
+    }
+    for (size_t j = 0; j < o->nports; j++) {
+      if (o->ports[j] == (int)d) return err_sandbox(err, CODE_PORT, "Sandbox port is duplicated: %d", (int)d);
+    }
+    o->ports[o->nports++] = (int)d;
+  }
+  return 0;
+}
+
+static int read_runtime(napi_env env, napi_value r, create_opts_t *o, err_t *err) {
+  o->runtime.command_timeout_ms = DEFAULT_COMMAND_TIMEOUT_MS;
+  o->runtime.max_output_bytes = DEFAULT_MAX_OUTPUT_BYTES;
+  o->runtime.max_file_bytes = DEFAULT_MAX_FILE_BYTES;
+  o->runtime.max_processes = DEFAULT_MAX_PROCESSES;
+  if (nu_is_undefined(env, r)) return 0;
+  if (!nu_is_record(env, r)) return err_type(err, "runtime must be an object.");
+  napi_value v;
+  v = nu_get(env, r, "commandTimeoutMs");
+  if (!nu_is_undefined(env, v) && check_positive_safe_integer(env, v, "commandTimeoutMs", &o->runtime.command_timeout_ms, err))
+    return -1;
+  v = nu_get(env, r, "maxOutputBytes");
+  if (!nu_is_undefined(env, v) && check_nonnegative_safe_integer(env, v, "maxOutputBytes", &o->runtime.max_output_bytes, err))
+    return -1;
+  v = nu_get(env, r, "maxFileBytes");
+  if (!nu_is_undefined(env, v) && check_nonnegative_safe_integer(env, v, "maxFileBytes", &o->runtime.max_file_bytes, err))
+    return -1;
+  v = nu_get(env, r, "maxProcesses");
+  if (!nu_is_undefined(env, v) && check_nonnegative_safe_integer(env, v, "maxProcesses", &o->runtime.max_processes, err))
+    return -1;
+  return 0;
+}
+
+static int read_resources(napi_env env, napi_value r, create_opts_t *o, err_t *err) {
+  if (nu_is_undefined(env, r)) return 0;
+  if (!nu_is_record(env, r)) return err_type(err, "resources must be an object.");
+  napi_value v = nu_get(env, r, "memoryMb");
+  if (!nu_is_undefined(env, v)) {
+    if (check_positive_safe_integer(env, v, "memoryMb", &o->memory_mb, err)) return -1;
+    o->has_memory_mb = 1;
+  }
+  v = nu_get(env, r, "pidsLimit");
+  if (!nu_is_undefined(env, v)) {
+    if (check_positive_safe_integer(env, v, "pidsLimit", &o->pids_limit, err)) return -1;
+    o->has_pids_limit = 1;
+  }
+  v = nu_get(env, r, "sharedMemoryMb");
+  if (!nu_is_undefined(env, v)) {
+    if (check_positive_safe_integer(env, v, "sharedMemoryMb", &o->shm_mb, err)) return -1;
+    o->has_shm_mb = 1;
+  }
+  v = nu_get(env, r, "cpus");
+  if (!nu_is_undefined(env, v)) {
+    double d = 0;
+    if (!nu_number_value(env, v, &d) || !isfinite(d) || d <= 0)
+      return err_range(err, "cpus must be a positive finite number.");
+    o->cpus_text = nu_to_display(env, v); /* String(cpus): the text the CLI parsed */
+    if (o->cpus_text == NULL) return err_oom(err);
+  }
+  return 0;
+}
+
+static int read_caps(napi_env env, napi_value arr, const char *name, char ***out, size_t *count, err_t *err) {
+  uint32_t n = 0;
+  napi_get_array_length(env, arr, &n);
+  if (n == 0) return 0;
+  *out = calloc(n, sizeof(char *));
+  if (*out == NULL) return err_oom(err);
+  char label[64];
+  snprintf(label, sizeof(label), "%s value", name);
+  for (uint32_t i = 0; i < n; i++) {
+    napi_value c;
+    napi_get_element(env, arr, i, &c);
+    if (check_nonempty_string(env, c, label, err)) return -1;
+    char *s = nu_strdup(env, c);
+    if (s == NULL) return err_oom(err);
+    for (size_t j = 0; j < *count; j++) {
+      if (strcmp((*out)[j], s) == 0) {
+        err_type(err, "%s contains a duplicate: %s", name, s);
+        free(s);
+        return -1;
+      }
+    }
+    (*out)[(*count)++] = s;
+  }
+  return 0;
+}
+
+static int read_security(napi_env env, napi_value s, create_opts_t *o, err_t *err) {
+  o->no_new_privileges = 1;
+  if (nu_is_undefined(env, s)) return 0;
+  if (!nu_is_record(env, s)) return err_type(err, "security must be an object.");
+  napi_value drop = nu_get(env, s, "dropCapabilities");
+  napi_value add = nu_get(env, s, "addCapabilities");
+  if (!nu_is_undefined(env, drop) && !nu_is_array(env, drop)) return err_type(err, "dropCapabilities must be an array.");
+  if (!nu_is_undefined(env, add) && !nu_is_array(env, add)) return err_type(err, "addCapabilities must be an array.");
+  napi_value ro = nu_get(env, s, "readonlyRootfs");
+  if (!nu_is_undefined(env, ro) && nu_typeof(env, ro) != napi_boolean) return err_type(err, "readonlyRootfs must be a boolean.");
+  napi_value nnp = nu_get(env, s, "noNewPrivileges");
+  if (!nu_is_undefined(env, nnp) && nu_typeof(env, nnp) != napi_boolean)
+    return err_type(err, "noNewPrivileges must be a boolean.");
+  napi_value sec = nu_get(env, s, "seccompProfile");
+  if (!nu_is_undefined(env, sec)) {
+    napi_value type = nu_get(env, sec, "type");
+    char *t = nu_strdup(env, type);
+    int ok = nu_is_record(env, sec) && t != NULL && strcmp(t, "path") == 0;
+    free(t);
+    if (!ok) return err_type(err, "seccompProfile must be a { type: \"path\", path } object.");
+    napi_value p = nu_get(env, sec, "path");
+    if (check_nonempty_string(env, p, "seccompProfile.path", err)) return -1;
+    size_t len = 0;
+    napi_get_value_string_utf8(env, p, NULL, 0, &len);
+    o->seccomp_path = nu_strdup(env, p);
+    if (o->seccomp_path == NULL) return err_oom(err);
+    if (o->seccomp_path[0] != '/' || strlen(o->seccomp_path) != len)
+      return err_type(err, "seccompProfile.path must be an absolute host path.");
+  }
+  if (!nu_is_undefined(env, drop)) {
+    o->cap_drop_given = 1;
+    if (read_caps(env, drop, "dropCapabilities", &o->cap_drop, &o->ncap_drop, err)) return -1;
+  }
+  if (!nu_is_undefined(env, add) && read_caps(env, add, "addCapabilities", &o->cap_add, &o->ncap_add, err)) return -1;
+  if (!nu_is_undefined(env, ro)) {
+    bool b = false;
+    napi_get_value_bool(env, ro, &b);
+    o->readonly_rootfs = b;
+  }
+  if (!nu_is_undefined(env, nnp)) {
+    bool b = true;
+    napi_get_value_bool(env, nnp, &b);
+    o->no_new_privileges = b;
+  }
+  return 0;
+}
+
+static int read_dirs(napi_env env, napi_value dirs, create_opts_t *o, err_t *err) {
+  if (nu_is_undefined(env, dirs)) return 0;
+  if (!nu_is_array(env, dirs)) return err_type(err, "directories must be an array.");
+  uint32_t n = 0;
+  napi_get_array_length(env, dirs, &n);
+  if (n == 0) return 0;
+  o->dirs = calloc(n, sizeof(char *));
+  if (o->dirs == NULL) return err_oom(err);
+  for (uint32_t i = 0; i < n; i++) {
+    napi_value d;
+    napi_get_element(env, dirs, i, &d);
+    if (nu_typeof(env, d) != napi_string) return err_type(err, "directories must contain strings.");
+    char *norm = args_sandbox_path(env, d, "directory", 0, err);
+    if (norm == NULL) return -1;
+    o->dirs[o->ndirs++] = norm;
+  }
+  return 0;
+}
+
+static int read_files(napi_env env, napi_value files, napi_value runtime, create_opts_t *o, err_t *err) {
+  if (nu_is_undefined(env, files)) return 0;
+  if (!nu_is_record(env, files)) return err_type(err, "files must be an object.");
+  nu_keys_t keys;
+  if (nu_keys(env, files, &keys) != 0) return err_oom(err);
+  if (keys.count == 0) return 0;
+  o->files = calloc(keys.count, sizeof(init_file_t));
+  if (o->files == NULL) return err_oom(err);
+  /* options.runtime?.maxFileBytes ?? default, read as the original reads it. */
+  double max_file = DEFAULT_MAX_FILE_BYTES;
+  napi_value mfb = nu_get(env, runtime, "maxFileBytes");
+  if (!nu_is_undefined(env, mfb) && nu_typeof(env, mfb) != napi_null) nu_number_value(env, mfb, &max_file);
+  for (uint32_t i = 0; i < keys.count; i++) {
+    napi_value key = nu_key_at(env, &keys, i);
+    napi_value content;
+    napi_get_property(env, files, key, &content);
+    char *shown = nu_strdup(env, key);
+    if (shown == NULL) return err_oom(err);
+    init_file_t *f = &o->files[o->nfiles];
+    f->path = args_sandbox_path(env, key, "path", 0, err);
+    if (f->path == NULL) {
+      free(shown);
+      return -1;
+    }
+    o->nfiles++;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    if (nu_typeof(env, content) == napi_string) {
+      napi_get_value_string_utf8(env, content, NULL, 0, &len);
+      f->data = malloc(len + 1);
+      if (f->data == NULL) {
+        free(shown);
+        return err_oom(err);
+      }
+      napi_get_value_string_utf8(env, content, (char *)f->data, len + 1, &len);
+      f->len = len;
+    } else if (nu_uint8array_view(env, content, &bytes, &len)) {
+      f->data = malloc(len ? len : 1);
+      if (f->data == NULL) {
+        free(shown);
+        return err_oom(err);
+      }
+      if (len) memcpy(f->data, bytes, len);
+      f->len = len;
+    } else {
+      err_type(err, "Initial file must be a string or Uint8Array: %s", shown);
+      free(shown);
+      return -1;
+    }
+    if ((double)f->len > max_file) {
+      err_sandbox(err, CODE_FILE_TOO_LARGE, "Initial file exceeds maxFileBytes (%zu > %.17g): %s", f->len, max_file,
+                  shown);
+      free(shown);
+      return -1;
+    }
+    free(shown);
+  }
+  return 0;
+}
+
+/* options.workdir: /workspace when absent, else an absolute POSIX path. */
+static int read_workdir(napi_env env, napi_value workdir, create_opts_t *o, err_t *err) {
+  napi_valuetype wt = nu_typeof(env, workdir);
+  if (wt == napi_undefined || wt == napi_null) {
+    o->workdir = strdup(DEFAULT_WORKDIR);
+  } else if (wt != napi_string) {
+    return invalid_path_arg(env, workdir, err);
+  } else {
+    size_t len = 0;
+    napi_get_value_string_utf8(env, workdir, NULL, 0, &len);
+    o->workdir = nu_strdup(env, workdir);
+    if (o->workdir && (o->workdir[0] != '/' || strlen(o->workdir) != len))
+      return err_type(err, "workdir must be an absolute POSIX path.");
+  }
+  return o->workdir ? 0 : err_oom(err);
+}
+
+/* options.workspace: { type: "ephemeral" } or { type: "docker-volume", name }. */
+static int read_workspace(napi_env env, napi_value ws, create_opts_t *o, err_t *err) {
+  if (!nu_is_record(env, ws)) return err_type(err, "workspace must be an object.");
+  char *ws_type = nu_strdup(env, nu_get(env, ws, "type"));
+  int is_volume = ws_type && strcmp(ws_type, "docker-volume") == 0;
+  int is_ephemeral = ws_type && strcmp(ws_type, "ephemeral") == 0;
+  free(ws_type);
+  if (is_volume) {
+    napi_value name = nu_get(env, ws, "name");
+    if (check_nonempty_string(env, name, "workspace.name", err)) return -1;
+    size_t len = 0;
+    napi_get_value_string_utf8(env, name, NULL, 0, &len);
+    o->ws_volume = nu_strdup(env, name);
+    if (o->ws_volume == NULL) return err_oom(err);
+    if (strchr(o->ws_volume, ',') || strlen(o->ws_volume) != len)
+      return err_type(err, "workspace.name is not a valid Docker volume name.");
+  }
+  if (!is_volume && !is_ephemeral) return err_type(err, "workspace must use type ephemeral or docker-volume.");
+  if (is_ephemeral && nu_has(env, ws, "name"))
+    return err_type(err, "An ephemeral workspace cannot specify a Docker volume name.");
+  o->ws_ephemeral = is_ephemeral;
+  return 0;
+}
+
+/* options.network: { mode: "none" } or { mode: "bridge", ports? }. */
+static int read_network(napi_env env, napi_value net, create_opts_t *o, err_t *err) {
+  if (!nu_is_record(env, net)) return err_type(err, "network must be an object.");
+  char *mode = nu_strdup(env, nu_get(env, net, "mode"));
+  int none = mode && strcmp(mode, "none") == 0;
+  int bridge = mode && strcmp(mode, "bridge") == 0;
+  free(mode);
+  if (!none && !bridge) return err_type(err, "network must use mode none or bridge.");
+  if (none && nu_has(env, net, "ports")) return err_type(err, "Network mode none cannot publish ports.");
+  o->net_bridge = bridge;
+  napi_value ports = nu_get(env, net, "ports");
+  if (!bridge || nu_is_undefined(env, ports)) return 0;
+  if (!nu_is_array(env, ports)) return err_type(err, "network.ports must be an array.");
+  return read_ports(env, ports, o, err);
+}
+
+/* options.env, options.labels (none under anvia.sandbox.), options.user. */
+static int read_env_labels_user(napi_env env, napi_value options, create_opts_t *o, err_t *err) {
+  if (read_string_record(env, nu_get(env, options, "env"), "env", &o->env, err)) return -1;
+  if (read_string_record(env, nu_get(env, options, "labels"), "labels", &o->labels, err)) return -1;
+  for (size_t i = 0; i < o->labels.count; i++)
+    if (strncmp(o->labels.items[i].key, LABEL_PREFIX, strlen(LABEL_PREFIX)) == 0)
+      return err_type(err, "Docker label is reserved: %s", o->labels.items[i].key);
+  napi_value user = nu_get(env, options, "user");
+  if (nu_is_undefined(env, user)) return 0;
+  if (check_nonempty_string(env, user, "user", err)) return -1;
+  o->user = nu_strdup(env, user);
+  return o->user ? 0 : err_oom(err);
+}
+
+/* The image, and the id (given, or a new UUID), copied last as the original did. */
+static int take_image_and_id(napi_env env, napi_value image, napi_value id, create_opts_t *o, err_t *err) {
+  o->image = nu_strdup(env, image);
+  if (o->image == NULL) return err_oom(err);
+  if (!nu_is_undefined(env, id) && nu_typeof(env, id) != napi_null) {
+    o->id = nu_strdup(env, id);
+  } else {
+    char uuid[37];
+    if (uuid_v4(uuid) != 0) return err_oom(err);
+    o->id = strdup(uuid);
+  }
+  return o->id ? 0 : err_oom(err);
+}
+
+int create_opts_read(napi_env env, napi_value options, create_opts_t *o, err_t *err) {
+  memset(o, 0, sizeof(*o));
+  if (nu_typeof(env, options) != napi_object) return err_type(err, "options must be an object.");
+  napi_value image = nu_get(env, options, "image");
+  napi_value id = nu_get(env, options, "id");
+  napi_value runtime = nu_get(env, options, "runtime");
+  /* In the original's order: the first check that fails is the error the caller sees. */
+  if (check_nonempty_string(env, image, "image", err) ||
+      (!nu_is_undefined(env, id) && check_sandbox_id(env, id, err)) ||
+      read_workdir(env, nu_get(env, options, "workdir"), o, err) ||
+      read_workspace(env, nu_get(env, options, "workspace"), o, err) ||
+      read_network(env, nu_get(env, options, "network"), o, err) || read_runtime(env, runtime, o, err) ||
+      read_resources(env, nu_get(env, options, "resources"), o, err) ||
+      read_security(env, nu_get(env, options, "security"), o, err) || read_env_labels_user(env, options, o, err) ||
+      read_dirs(env, nu_get(env, options, "directories"), o, err) ||
+      read_files(env, nu_get(env, options, "files"), runtime, o, err) || take_image_and_id(env, image, id, o, err)) {
+    create_opts_free(o);
+    return -1;
+  }
+  return 0;
+}

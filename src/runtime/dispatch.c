@@ -1,0 +1,62 @@
+/*
+ * dispatch.c - the JavaScript entry points of the runtime operations, each dispatched
+ * through the table of the sandbox it is called on (see table.h).
+ */
+#include "runtime/table.h"
+
+#include "napi/convert.h"
+#include "napi/values.h"
+
+typedef struct call {
+  napi_value argv[RUNTIME_MAX_ARGS];
+  size_t argc;
+  sandbox_t *sb;
+} call_t;
+
+/* The arguments, missing ones undefined, and the sandbox of argv[0]. 0, or -1 with a
+ * JavaScript exception pending. */
+static int read_call(napi_env env, napi_callback_info info, call_t *c) {
+  c->argc = RUNTIME_MAX_ARGS;
+  if (napi_get_cb_info(env, info, &c->argc, c->argv, NULL, NULL) != napi_ok) {
+    nu_throw_status(env, "napi_get_cb_info");
+    return -1;
+  }
+  if (c->argc > RUNTIME_MAX_ARGS) c->argc = RUNTIME_MAX_ARGS;
+  for (size_t i = c->argc; i < RUNTIME_MAX_ARGS; i++) c->argv[i] = nu_undefined(env);
+  c->sb = sandbox_from_js(env, c->argv[0]);
+  return c->sb == NULL ? -1 : 0;
+}
+
+#define ENTRY(field)                                                  \
+  static napi_value js_##field(napi_env env, napi_callback_info info) { \
+    call_t c;                                                         \
+    if (read_call(env, info, &c) != 0) return NULL;                   \
+    return c.sb->ops->field(env, c.sb, c.argv, c.argc);               \
+  }
+
+ENTRY(exec)
+ENTRY(read_file)
+ENTRY(write_file)
+ENTRY(list_files)
+ENTRY(start_process)
+ENTRY(stop_process)
+ENTRY(dispose_processes)
+ENTRY(list_processes)
+ENTRY(process_logs)
+ENTRY(wait_for_port)
+
+void runtime_register(napi_env env, napi_value exports) {
+  napi_property_descriptor fns[] = {
+      {"prepareExec", NULL, js_exec, NULL, NULL, NULL, napi_default, NULL},
+      {"prepareReadFile", NULL, js_read_file, NULL, NULL, NULL, napi_default, NULL},
+      {"prepareWriteFile", NULL, js_write_file, NULL, NULL, NULL, napi_default, NULL},
+      {"prepareListFiles", NULL, js_list_files, NULL, NULL, NULL, napi_default, NULL},
+      {"prepareStartProcess", NULL, js_start_process, NULL, NULL, NULL, napi_default, NULL},
+      {"prepareStopProcess", NULL, js_stop_process, NULL, NULL, NULL, napi_default, NULL},
+      {"prepareDisposeProcesses", NULL, js_dispose_processes, NULL, NULL, NULL, napi_default, NULL},
+      {"listProcesses", NULL, js_list_processes, NULL, NULL, NULL, napi_default, NULL},
+      {"processLogs", NULL, js_process_logs, NULL, NULL, NULL, napi_default, NULL},
+      {"prepareWaitForPort", NULL, js_wait_for_port, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
+}

@@ -1,0 +1,25 @@
+/*
+ * engine_table.c - the Engine API's runtime operations table (see table.h): each row is
+ * the prepare function of an operation built from exec and archive requests.
+ */
+#include "runtime/table.h"
+
+#include "runtime/exec_op.h"
+#include "runtime/files.h"
+#include "runtime/listing.h"
+#include "runtime/ports.h"
+#include "runtime/proc.h"
+
+const runtime_ops_t engine_runtime_ops = {
+    .name = "engine",
+    .exec = exec_prepare,
+    .read_file = files_prepare_read,
+    .write_file = files_prepare_write,
+    .list_files = listing_prepare,
+    .start_process = proc_prepare_start,
+    .stop_process = proc_prepare_stop,
+    .dispose_processes = proc_prepare_dispose,
+    .list_processes = proc_list,
+    .process_logs = proc_logs,
+    .wait_for_port = ports_prepare_wait,
+};

@@ -1,0 +1,164 @@
+/*
+ * listing.c - listFiles: one exec of `find <dir> -mindepth 1 -maxdepth 1 -printf
+ * '%p\t%y\t%s\n'` exactly as the original ran it, parsed in C (findparse.c). Images whose
+ * find has no -printf (busybox) are noticed from find's own complaint and listed with
+ * `find ... -exec stat -c '%n\t%F\t%s' {} +` instead; the sandbox remembers which form
+ * works, so later listings need one exec.
+ */
+#include "runtime/listing.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+
+#include "napi/args.h"
+#include "engine/exec.h"
+#include "codec/findparse.h"
+#include "napi/convert.h"
+#include "napi/values.h"
+#include "napi/op.h"
+#include "codec/paths.h"
+
+typedef struct list_op {
+  op_t op;
+  char *target; /* absolute container path */
+  exec_task_t *task;
+  int fallback;
+  list_entries_t entries;
+} list_op_t;
+
+static void run_listing(list_op_t *op);
+
+static int looks_like_no_printf(const exec_result_t *r) {
+  if (r->timed_out || r->exit_code == 0) return 0;
+  const char *err = (const char *)r->err.bytes.data;
+  size_t n = r->err.bytes.len;
+  if (err == NULL) return 0;
+  char tmp[512];
+  size_t k = n < sizeof(tmp) - 1 ? n : sizeof(tmp) - 1;
+  memcpy(tmp, err, k);
+  tmp[k] = 0;
+  return strstr(tmp, "-printf") != NULL && (strstr(tmp, "unrecognized") || strstr(tmp, "unknown") || strstr(tmp, "invalid"));
+}
+
+static void list_finish(list_op_t *op, err_t *err) { op_settle(&op->op, err); }
+
+static void on_listed(void *ud, exec_result_t *r, err_t *err) {
+  list_op_t *op = ud;
+  op->task = NULL;
+  if (err != NULL) {
+    list_finish(op, err);
+    return;
+  }
+  err_t e;
+  err_init(&e);
+  if (!op->fallback && looks_like_no_printf(r)) {
+    exec_result_free(r);
+    op->op.sb->find_lacks_printf = 1;
+    op->fallback = 1;
+    run_listing(op);
+    return;
+  }
+  if (r->timed_out || r->exit_code != 0) {
+    err_sandbox(&e, CODE_DOCKER_COMMAND_FAILED, "Unable to list sandbox files.");
+    e.exec_details = r;
+    list_finish(op, &e);
+    err_clear(&e);
+    return;
+  }
+  list_parse(r->out.bytes.data, r->out.bytes.len, op->op.sb->workdir, &op->entries, &e);
+  exec_result_free(r);
+  list_finish(op, &e);
+}
+
+static void run_listing(list_op_t *op) {
+  sandbox_t *s = op->op.sb;
+  exec_spec_t spec;
+  memset(&spec, 0, sizeof(spec));
+  err_t err;
+  err_init(&err);
+  const char *gnu[] = {"find", op->target, "-mindepth", "1", "-maxdepth", "1", "-printf", "%p\t%y\t%s\n"};
+  const char *bb[] = {"find", op->target, "-mindepth", "1", "-maxdepth", "1", "-exec", "stat", "-c", "%n\t%F\t%s", "{}", "+"};
+  op->fallback = op->fallback || s->find_lacks_printf;
+  int rc = op->fallback ? exec_spec_set_argv(&spec, bb, 12) : exec_spec_set_argv(&spec, gnu, 8);
+  spec.workdir = sandbox_container_path(s->workdir, ".", &err);
+  spec.timeout_ms = s->runtime.command_timeout_ms;
+  spec.max_output = (size_t)s->runtime.max_output_bytes;
+  spec.kill_tree = 1;
+  if (rc != 0 || spec.workdir == NULL) {
+    exec_spec_free(&spec);
+    if (!err_is_set(&err)) err_oom(&err);
+    list_finish(op, &err);
+    err_clear(&err);
+    return;
+  }
+  exec_callbacks_t cbs = {.on_done = on_listed};
+  op->task = exec_task_start(s->eng, s->container_name, &spec, &cbs, op, &err);
+  if (op->task == NULL) list_finish(op, &err);
+}
+
+static void list_start(op_t *o) { run_listing((list_op_t *)o); }
+
+static void list_cancel(op_t *o) {
+  list_op_t *op = (list_op_t *)o;
+  exec_task_cancel(op->task);
+  op->task = NULL;
+  op_reject_cancelled(o);
+  op_release(o);
+}
+
+static napi_value list_result(op_t *o) {
+  list_op_t *op = (list_op_t *)o;
+  napi_env env = o->js->env;
+  napi_value arr;
+  napi_create_array_with_length(env, op->entries.count, &arr);
+  for (size_t i = 0; i < op->entries.count; i++) {
+    list_entry_t *e = &op->entries.items[i];
+    napi_value item;
+    napi_create_object(env, &item);
+    napi_set_named_property(env, item, "path", nu_string(env, e->path));
+    napi_set_named_property(env, item, "type", nu_string(env, file_type_name(e->type)));
+    if (e->has_size) napi_set_named_property(env, item, "size", nu_number(env, (double)e->size));
+    napi_set_element(env, arr, (uint32_t)i, item);
+  }
+  return arr;
+}
+
+static void list_destroy(op_t *o) {
+  list_op_t *op = (list_op_t *)o;
+  exec_task_cancel(op->task);
+  list_entries_free(&op->entries);
+  free(op->target);
+}
+
+static const op_vtable_t list_vt = {
+    .name = "listFiles",
+    .start = list_start,
+    .cancel = list_cancel,
+    .result = list_result,
+    .destroy = list_destroy,
+};
+
+/* native.prepareListFiles(sandbox, options) */
+napi_value listing_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+  jsenv_t *js = jsenv_get(env);
+  napi_value options = args_options(env, argv);
+  if (options == NULL) return NULL;
+  err_t err;
+  err_init(&err);
+  /* options.path ?? "." */
+  napi_value p = nu_get(env, options, "path");
+  if (nu_is_undefined(env, p) || nu_typeof(env, p) == napi_null) p = nu_string(env, ".");
+  char *norm = args_sandbox_path(env, p, "path", 1, &err);
+  if (norm == NULL) return nu_throw_err(js, &err);
+  char *target = sandbox_container_path(sb->workdir, norm, &err);
+  free(norm);
+  if (target == NULL) return nu_throw_err(js, &err);
+  list_op_t *op = op_prepare(env, &list_vt, sizeof(*op), sb);
+  if (op == NULL) {
+    free(target);
+    return NULL;
+  }
+  op->target = target;
+  return op_prepared(&op->op, NULL);
+}

@@ -1,0 +1,313 @@
+/*
+ * proc_registry.c - the managed processes of one sandbox: records, their output, the
+ * marker handshake's reading side, and the small scripts run against a group (see
+ * proc_registry.h).
+ */
+#include "runtime/proc_registry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "base/rand.h"
+#include "napi/values.h"
+
+#define MAX_MARKER_SCAN 4096
+
+void proc_iso_now(char out[64]) {
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  struct tm tm;
+  gmtime_r(&tv.tv_sec, &tm);
+  snprintf(out, 64, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+           tm.tm_min, tm.tm_sec, (int)(tv.tv_usec / 1000));
+}
+
+int proc_error(err_t *err, const char *fmt, const char *arg) { return err_sandbox(err, CODE_PROCESS, fmt, arg); }
+
+/* ---- the registry ---- */
+
+static void registry_free(void *state) {
+  proc_registry_t *pm = state;
+  while (pm->records) proc_rec_remove(pm->records);
+  free(pm);
+}
+
+/* The key the registry is attached to its sandbox under. */
+static const char registry_key = 0;
+
+proc_registry_t *proc_registry_of(sandbox_t *sb) {
+  proc_registry_t *pm = sandbox_attached(sb, &registry_key);
+  if (pm != NULL) return pm;
+  pm = calloc(1, sizeof(*pm));
+  if (pm == NULL) return NULL;
+  if (sandbox_attach(sb, &registry_key, pm, registry_free) != 0) {
+    free(pm);
+    return NULL;
+  }
+  return pm;
+}
+
+/* ---- records ---- */
+
+proc_rec_t *proc_rec_new(size_t max_output) {
+  proc_rec_t *r = calloc(1, sizeof(*r));
+  if (r == NULL) return NULL;
+  if (uuid_v4(r->id) != 0) {
+    free(r);
+    return NULL;
+  }
+  r->refs = 1;
+  r->status = P_RUNNING;
+  proc_iso_now(r->started_at);
+  tail_init(&r->out, max_output);
+  tail_init(&r->err, max_output);
+  buf_init(&r->scan, 0);
+  r->marker_start_len =
+      (size_t)snprintf(r->marker_start, sizeof(r->marker_start), "\036%s:%s:", PROC_MARKER_PREFIX, r->id);
+  return r;
+}
+
+void proc_rec_ref(proc_rec_t *r) { r->refs++; }
+
+void proc_rec_unref(proc_rec_t *r) {
+  if (r == NULL || --r->refs > 0) return;
+  exec_task_cancel(r->task);
+  free(r->command);
+  for (size_t i = 0; i < r->nargs; i++) free(r->args[i]);
+  free(r->args);
+  free(r->cwd);
+  tail_free(&r->out);
+  tail_free(&r->err);
+  buf_free(&r->scan);
+  free(r);
+}
+
+void proc_rec_register(proc_registry_t *pm, proc_rec_t *r) {
+  r->pm = pm;
+  r->next = NULL;
+  proc_rec_t **tail = &pm->records;
+  while (*tail) tail = &(*tail)->next;
+  *tail = r;
+  r->in_registry = 1;
+  pm->count++;
+  proc_rec_ref(r);
+}
+
+void proc_rec_remove(proc_rec_t *r) {
+  proc_registry_t *pm = r->pm;
+  if (!r->in_registry) return;
+  for (proc_rec_t **p = &pm->records; *p; p = &(*p)->next) {
+    if (*p == r) {
+      *p = r->next;
+      break;
+    }
+  }
+  r->in_registry = 0;
+  r->next = NULL;
+  pm->count--;
+  proc_rec_unref(r);
+}
+
+proc_rec_t *proc_rec_find(proc_registry_t *pm, const char *id) {
+  for (proc_rec_t *r = pm->records; r; r = r->next)
+    if (strcmp(r->id, id) == 0) return r;
+  return NULL;
+}
+
+void proc_rec_watch(proc_rec_t *r, proc_watch_t *w) {
+  w->next = r->watchers;
+  r->watchers = w;
+}
+
+void proc_rec_unwatch(proc_rec_t *r, proc_watch_t *w) {
+  for (proc_watch_t **p = &r->watchers; *p; p = &(*p)->next) {
+    if (*p == w) {
+      *p = w->next;
+      break;
+    }
+  }
+  w->next = NULL;
+}
+
+void proc_rec_notify(proc_rec_t *r) {
+  proc_rec_ref(r);
+  proc_watch_t *list = r->watchers;
+  while (list) {
+    proc_watch_t *next = list->next;
+    list->fn(list);
+    list = next;
+  }
+  proc_rec_unref(r);
+}
+
+void proc_rec_close_killed(proc_rec_t *r) {
+  exec_task_t *task = r->task;
+  r->task = NULL;
+  exec_task_cancel(task);
+  if (r->closed) return;
+  r->closed = 1;
+  r->status = P_STOPPED;
+  r->has_exit_code = 1;
+  r->exit_code = 137;
+  proc_iso_now(r->ended_at);
+  proc_rec_unref(r); /* the task's reference */
+}
+
+/* ---- output and the marker ---- */
+
+/* Parses "<pid>:<group>" (both positive safe integers); 0 when it is not that. */
+static int parse_ids(const uint8_t *body, size_t n, long long *group) {
+  char ids[64];
+  long long pid = 0;
+  char extra;
+  if (n >= sizeof(ids)) return 0;
+  memcpy(ids, body, n);
+  ids[n] = 0;
+  return sscanf(ids, "%lld:%lld%c", &pid, group, &extra) == 2 && pid > 0 && *group > 0 &&
+         pid <= 9007199254740991LL && *group <= 9007199254740991LL;
+}
+
+/* Looks for "\x1eANVIA_PROCESS:<id>:<pid>:<group>\x1e" in the held-back stdout; what is
+ * certainly not part of it goes to the tail. */
+static void scan_marker(proc_rec_t *r) {
+  uint8_t *data = r->scan.data;
+  size_t len = r->scan.len;
+  uint8_t *start = len >= r->marker_start_len ? memmem(data, len, r->marker_start, r->marker_start_len) : NULL;
+  if (start == NULL) {
+    /* Keep only what could still be the beginning of the marker. */
+    size_t keep = r->marker_start_len - 1;
+    if (len > keep) {
+      tail_accept(&r->out, data, len - keep);
+      buf_consume(&r->scan, len - keep);
+    }
+    return;
+  }
+  size_t at = (size_t)(start - data);
+  uint8_t *body = start + r->marker_start_len;
+  uint8_t *end = memchr(body, 0x1e, len - at - r->marker_start_len);
+  if (end == NULL) {
+    if (at > 0) {
+      tail_accept(&r->out, data, at);
+      buf_consume(&r->scan, at);
+    }
+    if (r->scan.len > MAX_MARKER_SCAN) r->marker_bad = 1;
+    return;
+  }
+  long long group = 0;
+  int ok = parse_ids(body, (size_t)(end - body), &group);
+  if (at > 0) tail_accept(&r->out, data, at);
+  size_t after = (size_t)(end + 1 - data);
+  if (after < len) tail_accept(&r->out, data + after, len - after);
+  buf_free(&r->scan);
+  if (!ok) {
+    r->marker_bad = 1;
+    return;
+  }
+  r->pgid = group;
+  r->marker_seen = 1;
+}
+
+static void on_task_output(void *ud, int stream, const uint8_t *data, size_t len) {
+  proc_rec_t *r = ud;
+  if (stream == 2) {
+    tail_accept(&r->err, data, len);
+    return;
+  }
+  if (r->marker_seen || r->marker_bad) {
+    tail_accept(&r->out, data, len);
+    return;
+  }
+  if (buf_append(&r->scan, data, len) != 0) {
+    r->marker_bad = 1;
+    return;
+  }
+  scan_marker(r);
+  if (r->marker_seen) {
+    /* The group is recorded: let the command run. */
+    static const uint8_t go[] = "start\n";
+    exec_task_write(r->task, go, sizeof(go) - 1);
+    exec_task_end_stdin(r->task);
+  }
+  if (r->marker_seen || r->marker_bad) proc_rec_notify(r);
+}
+
+static void on_task_done(void *ud, exec_result_t *result, err_t *err) {
+  proc_rec_t *r = ud;
+  r->task = NULL;
+  if (r->scan.len > 0) {
+    tail_accept(&r->out, r->scan.data, r->scan.len);
+    buf_free(&r->scan);
+  }
+  r->status = r->stop_requested ? P_STOPPED : P_EXITED;
+  r->has_exit_code = 1;
+  r->exit_code = result != NULL ? result->exit_code : 1;
+  proc_iso_now(r->ended_at);
+  r->closed = 1;
+  exec_result_free(result);
+  (void)err;
+  proc_rec_notify(r);
+  proc_rec_unref(r); /* the task's reference */
+}
+
+const exec_callbacks_t proc_task_callbacks = {.on_output = on_task_output, .on_done = on_task_done};
+
+/* ---- info objects ---- */
+
+napi_value proc_info_to_js(napi_env env, proc_rec_t *r) {
+  napi_value o, args;
+  napi_create_object(env, &o);
+  napi_set_named_property(env, o, "id", nu_string(env, r->id));
+  napi_set_named_property(env, o, "command", nu_string(env, r->command));
+  napi_create_array_with_length(env, r->nargs, &args);
+  for (size_t i = 0; i < r->nargs; i++) napi_set_element(env, args, (uint32_t)i, nu_string(env, r->args[i]));
+  napi_set_named_property(env, o, "args", args);
+  napi_set_named_property(env, o, "status",
+                          nu_string(env, r->status == P_RUNNING ? "running" : r->status == P_EXITED ? "exited" : "stopped"));
+  napi_set_named_property(env, o, "startedAt", nu_string(env, r->started_at));
+  if (r->cwd) napi_set_named_property(env, o, "cwd", nu_string(env, r->cwd));
+  if (r->has_exit_code) napi_set_named_property(env, o, "exitCode", nu_number(env, r->exit_code));
+  if (r->ended_at[0]) napi_set_named_property(env, o, "endedAt", nu_string(env, r->ended_at));
+  return o;
+}
+
+/* ---- small execs against the group ---- */
+
+typedef struct script_call {
+  proc_script_done_fn fn;
+  void *ud;
+} script_call_t;
+
+static void on_script_done(void *ud, exec_result_t *result, err_t *err) {
+  script_call_t *c = ud;
+  script_call_t call = *c;
+  free(c);
+  int code = result && !result->timed_out ? result->exit_code : -1;
+  call.fn(call.ud, code, result, err);
+}
+
+exec_task_t *proc_run_script(sandbox_t *sb, const char *script, const char *name, const char *a1, const char *a2,
+                             int64_t timeout_ms, proc_script_done_fn fn, void *ud, err_t *err) {
+  exec_spec_t spec;
+  memset(&spec, 0, sizeof(spec));
+  const char *argv[6] = {"sh", "-c", script, name, a1, a2};
+  script_call_t *c = malloc(sizeof(*c));
+  spec.workdir = strdup("/");
+  spec.timeout_ms = timeout_ms;
+  spec.max_output = (size_t)sb->runtime.max_output_bytes;
+  spec.kill_tree = 1;
+  if (c == NULL || spec.workdir == NULL || exec_spec_set_argv(&spec, argv, a2 ? 6 : 5) != 0) {
+    free(c);
+    exec_spec_free(&spec);
+    err_oom(err);
+    return NULL;
+  }
+  c->fn = fn;
+  c->ud = ud;
+  exec_callbacks_t cbs = {.on_done = on_script_done};
+  exec_task_t *t = exec_task_start(sb->eng, sb->container_name, &spec, &cbs, c, err);
+  if (t == NULL) free(c);
+  return t;
+}

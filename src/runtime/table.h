@@ -1,0 +1,51 @@
+/*
+ * table.h - the one interface the runtime operations go through.
+ *
+ * A sandbox carries a table (sandbox_t.ops) saying how its runtime operations are
+ * carried out; whoever makes the sandbox (lifecycle/create.c, lifecycle/resume.c) hands
+ * it to sandbox_new. The JavaScript entry points (native.prepareExec, prepareReadFile,
+ * ...) are registered once, in dispatch.c; each finds the sandbox named by its first
+ * argument and calls that sandbox's entry with the arguments as JavaScript passed them
+ * (argv[0] the sandbox token, argv[1] the options, then the extras; missing ones
+ * undefined). An entry returns what the JavaScript call returns: an operation token
+ * (napi/op.h) for the asynchronous operations, a value for the registry reads.
+ *
+ * One table today, engine_runtime_ops (engine_table.c): the Engine API's exec and archive
+ * endpoints, and the scripts the original also ran in the container. A new way of
+ * carrying the operations out is one more table; a new operation is one more row in each.
+ *
+ * Owns: nothing.
+ */
+#ifndef SBX_TABLE_H
+#define SBX_TABLE_H
+
+#include <node_api.h>
+#include <stddef.h>
+
+#include "sandbox/sandbox.h"
+
+#define RUNTIME_MAX_ARGS 4
+
+typedef napi_value (*runtime_entry_fn)(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
+
+typedef struct runtime_ops {
+  const char *name;
+  runtime_entry_fn exec;              /* exec and execStream: (sandbox, options) */
+  runtime_entry_fn read_file;         /* (sandbox, options) */
+  runtime_entry_fn write_file;        /* (sandbox, options, isText) */
+  runtime_entry_fn list_files;        /* (sandbox, options) */
+  runtime_entry_fn start_process;     /* (sandbox, options) */
+  runtime_entry_fn stop_process;      /* (sandbox, options) */
+  runtime_entry_fn dispose_processes; /* (sandbox): stop() and destroy() end them all */
+  runtime_entry_fn list_processes;    /* (sandbox) -> array, synchronous */
+  runtime_entry_fn process_logs;      /* (sandbox, processId, tailBytes) -> logs, synchronous */
+  runtime_entry_fn wait_for_port;     /* (sandbox, options) */
+} runtime_ops_t;
+
+/* The Engine API implementation (engine_table.c). */
+extern const runtime_ops_t engine_runtime_ops;
+
+/* Registers the JavaScript entry points that dispatch through a sandbox's table. */
+void runtime_register(napi_env env, napi_value exports);
+
+#endif
