@@ -1,0 +1,244 @@
+#!/usr/bin/env node
+// Checks the rules of the addon's layers (src/README.md):
+//
+//   1. every C file lives in a layer folder of src/ (or is src/addon.c, the top), and
+//      opens with a comment saying what it owns;
+//   2. a file includes only headers of its own layer or of the layers below it;
+//   3. no include cycle between modules (a module is a .c file with its .h);
+//   4. no call cycle between files, and no call into a higher layer: the symbols each
+//      object file takes from another are read with `nm` from objects compiled here;
+//   5. base, codec and engine never include node_api.h, even through another header;
+//      base and codec include neither libuv nor libcurl; nothing includes addon.c's
+//      header (it has none) or a .c file;
+//   6. the in-container agent (src/agent/) includes nothing of the addon but the shared
+//      wire codec, and the addon includes nothing of the agent.
+//
+// Usage: node scripts/check-layers.mjs [--verbose] [--src DIR]. Exit status 1 when a rule
+// is broken. --src checks another tree laid out like src/ (the tests use it on a copy
+// with a rule broken on purpose).
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir, cpus } from "node:os";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const srcArg = process.argv.indexOf("--src");
+const src = srcArg > 0 ? process.argv[srcArg + 1] : join(root, "src");
+const verbose = process.argv.includes("--verbose");
+
+// Bottom to top. A layer may use itself and every layer before it.
+const LAYERS = ["base", "codec", "engine", "sandbox", "napi", "runtime", "lifecycle", "top"];
+const NO_NAPI = new Set(["base", "codec", "engine"]);
+const NO_IO_LIBS = new Set(["base", "codec"]);
+const AGENT_SHARED = new Set(["codec/agent_wire.h"]);
+
+const problems = [];
+const problem = (msg) => problems.push(msg);
+
+function walk(dir) {
+  const out = [];
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...walk(p));
+    else if (/\.[ch]$/.test(name)) out.push(relative(src, p));
+  }
+  return out;
+}
+
+const files = walk(src);
+const layerOf = (file) => {
+  if (file === "addon.c") return "top";
+  const folder = file.split("/")[0];
+  return file.includes("/") ? folder : null;
+};
+const rank = (layer) => LAYERS.indexOf(layer);
+const moduleOf = (file) => file.replace(/\.[ch]$/, "");
+
+// ---- includes ----
+const includes = new Map(); // file -> { local: [..], system: [..] }
+for (const file of files) {
+  const text = readFileSync(join(src, file), "utf8");
+  // As the preprocessor finds a quoted include: next to the including file, then from src/.
+  const local = [...text.matchAll(/^\s*#\s*include\s+"([^"]+)"/gm)].map((m) => {
+    const beside = join(dirname(file), m[1]);
+    return file.includes("/") && existsSync(join(src, beside)) ? beside : m[1];
+  });
+  const system = [...text.matchAll(/^\s*#\s*include\s+<([^>]+)>/gm)].map((m) => m[1]);
+  includes.set(file, { local, system });
+  if (!/^\/\*/.test(text)) problem(`${file}: does not open with a comment saying what it owns`);
+}
+
+const addonFiles = files.filter((f) => !f.startsWith("agent/"));
+const agentFiles = files.filter((f) => f.startsWith("agent/"));
+
+for (const file of addonFiles) {
+  const layer = layerOf(file);
+  if (layer === null || rank(layer) < 0) {
+    problem(`${file}: not in a layer folder (${LAYERS.slice(0, -1).join(", ")}) nor src/addon.c`);
+    continue;
+  }
+  for (const inc of includes.get(file).local) {
+    if (inc.endsWith(".c")) problem(`${file}: includes a .c file (${inc})`);
+    if (inc.startsWith("agent/")) problem(`${file}: includes the in-container agent's ${inc}`);
+    if (!files.includes(inc)) {
+      problem(`${file}: includes "${inc}", which is not a file under src/ (includes name "layer/name.h")`);
+      continue;
+    }
+    const target = layerOf(inc);
+    if (rank(target) > rank(layer)) problem(`${file} (${layer}) includes ${inc} (${target}), a higher layer`);
+  }
+}
+for (const file of agentFiles) {
+  for (const inc of includes.get(file).local) {
+    // The agent's build puts src/codec on its include path for the shared wire codec.
+    if (!inc.startsWith("agent/") && !AGENT_SHARED.has(inc) && !AGENT_SHARED.has(`codec/${inc}`))
+      problem(`${file}: the agent includes ${inc}; it may use libc and ${[...AGENT_SHARED].join(", ")} only`);
+  }
+}
+
+// Transitive system includes (node_api.h through another header counts).
+const closureMemo = new Map();
+function systemClosure(file, seen = new Set()) {
+  if (closureMemo.has(file)) return closureMemo.get(file);
+  if (seen.has(file)) return new Set();
+  seen.add(file);
+  const out = new Set(includes.get(file)?.system ?? []);
+  for (const inc of includes.get(file)?.local ?? []) {
+    if (!includes.has(inc)) continue;
+    for (const s of systemClosure(inc, seen)) out.add(s);
+  }
+  closureMemo.set(file, out);
+  return out;
+}
+for (const file of addonFiles) {
+  const layer = layerOf(file);
+  const sys = systemClosure(file);
+  if (NO_NAPI.has(layer) && sys.has("node_api.h")) problem(`${file} (${layer}): reaches node_api.h`);
+  if (NO_IO_LIBS.has(layer)) {
+    for (const lib of ["uv.h", "curl/curl.h", "openssl/ssl.h"])
+      if (sys.has(lib)) problem(`${file} (${layer}): reaches <${lib}>`);
+  }
+}
+
+// Module include graph and its cycles.
+function cycles(graph) {
+  // Tarjan's strongly connected components; any component of 2+ nodes is a cycle.
+  let index = 0;
+  const idx = new Map(), low = new Map(), stack = [], on = new Set(), out = [];
+  const visit = (v) => {
+    idx.set(v, index);
+    low.set(v, index++);
+    stack.push(v);
+    on.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!idx.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v), low.get(w)));
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v), idx.get(w)));
+    }
+    if (low.get(v) === idx.get(v)) {
+      const comp = [];
+      let w;
+      do {
+        w = stack.pop();
+        on.delete(w);
+        comp.push(w);
+      } while (w !== v);
+      if (comp.length > 1) out.push(comp.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!idx.has(v)) visit(v);
+  return out;
+}
+
+const includeGraph = new Map();
+for (const file of addonFiles) {
+  const from = moduleOf(file);
+  if (!includeGraph.has(from)) includeGraph.set(from, new Set());
+  for (const inc of includes.get(file).local) {
+    const to = moduleOf(inc);
+    if (to !== from && includes.has(inc)) includeGraph.get(from).add(to);
+  }
+}
+for (const comp of cycles(includeGraph)) problem(`include cycle between modules: ${comp.join(", ")}`);
+
+// ---- calls, from the objects ----
+const cfiles = addonFiles.filter((f) => f.endsWith(".c"));
+const objdir = mkdtempSync(join(tmpdir(), "anvia-layers-"));
+const nodeInclude = process.env.ANVIA_NODEDIR ? join(process.env.ANVIA_NODEDIR, "include/node") : "/usr/include/node";
+try {
+  const jobs = Math.max(1, cpus().length);
+  // Compile in small batches, a few at once.
+  const queue = [...cfiles];
+  const compile = (file) =>
+    new Promise((resolve, reject) => {
+      const obj = join(objdir, file.replace(/\//g, "__") + ".o");
+      import("node:child_process").then(({ execFile }) =>
+        execFile(
+          "cc",
+          ["-std=c11", "-D_GNU_SOURCE", "-DNAPI_VERSION=8", "-O0", "-w", "-c", `-I${src}`, `-I${nodeInclude}`, "-o", obj, join(src, file)],
+          (err, _out, stderr) => (err ? reject(new Error(`${file}: ${stderr}`)) : resolve()),
+        ),
+      );
+    });
+  await Promise.all(
+    Array.from({ length: jobs }, async () => {
+      while (queue.length) await compile(queue.shift());
+    }),
+  );
+  const defined = new Map(); // symbol -> file
+  const undefinedBy = new Map(); // file -> [symbols]
+  for (const file of cfiles) {
+    const obj = join(objdir, file.replace(/\//g, "__") + ".o");
+    const lines = execFileSync("nm", ["-P", obj], { encoding: "utf8" }).split("\n").filter(Boolean);
+    const undef = [];
+    for (const line of lines) {
+      const [name, type] = line.split(" ");
+      if (type === "U") undef.push(name);
+      else if (/[TDBR]/.test(type)) {
+        if (defined.has(name)) problem(`symbol ${name} is defined in both ${defined.get(name)} and ${file}`);
+        defined.set(name, file);
+      }
+    }
+    undefinedBy.set(file, undef);
+  }
+  const callGraph = new Map();
+  for (const file of cfiles) {
+    const edges = new Set();
+    const layer = layerOf(file);
+    for (const sym of undefinedBy.get(file)) {
+      const target = defined.get(sym);
+      if (!target || target === file) continue;
+      edges.add(target);
+      if (rank(layerOf(target)) > rank(layer))
+        problem(`${file} (${layer}) uses ${sym} of ${target} (${layerOf(target)}), a higher layer`);
+    }
+    callGraph.set(file, edges);
+  }
+  for (const comp of cycles(callGraph)) {
+    const ties = [];
+    for (const a of comp)
+      for (const sym of undefinedBy.get(a)) {
+        const b = defined.get(sym);
+        if (b && b !== a && comp.includes(b)) ties.push(`${a} -> ${b}: ${sym}`);
+      }
+    problem(`call cycle between files: ${comp.join(", ")}\n    ${ties.join("\n    ")}`);
+  }
+  if (verbose) {
+    for (const layer of LAYERS) {
+      const inLayer = cfiles.filter((f) => layerOf(f) === layer);
+      console.log(`${layer}: ${inLayer.length} files`);
+      for (const f of inLayer) console.log(`  ${f} -> ${[...callGraph.get(f)].join(", ") || "(libc and libraries only)"}`);
+    }
+  }
+} finally {
+  rmSync(objdir, { recursive: true, force: true });
+}
+
+if (problems.length) {
+  console.error(`check-layers: ${problems.length} problem(s):`);
+  for (const p of problems) console.error(`  - ${p}`);
+  process.exit(1);
+}
+console.log(`check-layers: ${addonFiles.length} addon files in ${LAYERS.length - 1} layers and addon.c, ${agentFiles.length} agent files: no cycle, no upward or forbidden include, no upward call.`);

@@ -1,0 +1,48 @@
+// The layers of src/ keep their rules (src/README.md): scripts/check-layers.mjs
+// finds no include or call cycle, no call or include into a higher layer, no Node header
+// in the base, codec and engine layers, and an opening comment in every C file.
+import test from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const script = fileURLToPath(new URL("../../scripts/check-layers.mjs", import.meta.url));
+
+test("scripts/check-layers.mjs passes", { timeout: 120_000 }, () => {
+  const r = spawnSync(process.execPath, [script], { encoding: "utf8" });
+  assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
+  assert.match(r.stdout, /no cycle/);
+});
+
+// The checker finds what it is for: a copy of src/ with one rule broken at a time fails.
+import { appendFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const src = fileURLToPath(new URL("../../src", import.meta.url));
+const breakages = {
+  "an include of a higher layer": [["codec/paths.c", 'append', '\n#include "lifecycle/create.h"\n'], /codec\/paths\.c \(codec\) includes lifecycle\/create\.h/],
+  "node_api.h in the engine layer": [["engine/timer.h", 'prepend', '#include <node_api.h>\n'], /engine\/timer\.[ch] \(engine\): reaches node_api\.h/],
+  "a call cycle between two files": [
+    ["base/tail.c", 'append', '\nint sbx_layers_probe_b(void);\nint sbx_layers_probe_a(void) { return sbx_layers_probe_b(); }\n'],
+    /call cycle between files: base\/buf\.c, base\/tail\.c/,
+    ["base/buf.c", 'append', '\nint sbx_layers_probe_a(void);\nint sbx_layers_probe_b(void) { return sbx_layers_probe_a(); }\n'],
+  ],
+  "a file without its opening comment": [["codec/spec.c", 'prepend', 'int sbx_layers_probe;\n'], /codec\/spec\.c: does not open with a comment/],
+};
+
+for (const [what, [edit, expected, edit2]] of Object.entries(breakages)) {
+  test(`check-layers refuses ${what}`, { timeout: 120_000 }, (t) => {
+    const copy = mkdtempSync(join(tmpdir(), "anvia-layers-"));
+    t.after(() => rmSync(copy, { recursive: true, force: true }));
+    cpSync(src, copy, { recursive: true });
+    for (const [file, how, text] of [edit, edit2].filter(Boolean)) {
+      const path = join(copy, file);
+      if (how === "append") appendFileSync(path, text);
+      else writeFileSync(path, text + readFileSync(path, "utf8"));
+    }
+    const r = spawnSync(process.execPath, [script, "--src", copy], { encoding: "utf8" });
+    assert.equal(r.status, 1, `${r.stdout}${r.stderr}`);
+    assert.match(r.stderr, expected);
+  });
+}
