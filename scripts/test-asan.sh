@@ -21,11 +21,12 @@ export ANVIA_SANDBOX_BUILD=asan
 # quarantine keeps freed memory from inflating RSS, which some tests bound.
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1:quarantine_size_mb=16:malloc_context_size=8:log_path=$report_dir/asan"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$report_dir/ubsan"
-# Suites that exercise no addon code of this build (packaging installs the packed binary,
-# the fuzz smoke builds its own sanitized harnesses, the bench smoke times the release
-# paths) run in the release stage only.
-mapfile -t files < <(find test -name '*.test.js' ! -path 'test/unit/fuzz-smoke.test.js' \
-  ! -path 'test/integration/bench-smoke.test.js' ! -path 'test/integration/package.test.js' | sort)
+# The tooling suites (test/tooling: packaging installs the packed binary, the fuzz smoke
+# and the C drivers build their own sanitized binaries, the bench smoke times the release
+# paths, the layer and type checks read sources) and the in-container agent's own suites
+# (test/agent: no addon at all) exercise no addon code of this build: release stage only.
+mapfile -t files < <(find test/unit test/fake test/integration test/leaks -name '*.test.js' \
+  ! -path 'test/unit/c-drivers.test.js' | sort)
 status=0
 LD_PRELOAD="$libasan" node --test --test-concurrency=2 "${files[@]}" || status=$?
 if compgen -G "$report_dir/*" >/dev/null; then

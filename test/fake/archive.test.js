@@ -16,7 +16,7 @@ import {
   tarEnd,
   tarEntry,
   tarOf,
-} from "./engine.js";
+} from "../helpers/fake-engine.js";
 
 const T = { timeout: 30_000 };
 const MAX_FILE = 1024 * 1024; // the sandboxes below are resumed with maxFileBytes = 1 MiB

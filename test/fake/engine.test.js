@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DockerSandboxClient, FakeEngine, expectCode, fakeSandbox, frame, frameHeader, notKiller, sleep, startFakeEngine, upgradeHead } from "./engine.js";
+import { DockerSandboxClient, FakeEngine, expectCode, fakeSandbox, frame, frameHeader, notKiller, sleep, startFakeEngine, upgradeHead } from "../helpers/fake-engine.js";
 
 const T = { timeout: 20_000 };
 

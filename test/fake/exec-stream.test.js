@@ -17,7 +17,7 @@ import {
   sleep,
   upgradeHead,
   chunked,
-} from "./engine.js";
+} from "../helpers/fake-engine.js";
 
 const T = { timeout: 20_000 };
 

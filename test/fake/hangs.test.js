@@ -4,7 +4,7 @@
 // kill-tree exec when the command may have started.
 import test from "node:test";
 import assert from "node:assert/strict";
-import { DockerSandboxClient, fakeSandbox, isKiller, notKiller, sleep, startFakeEngine, upgradeHead } from "./engine.js";
+import { DockerSandboxClient, fakeSandbox, isKiller, notKiller, sleep, startFakeEngine, upgradeHead } from "../helpers/fake-engine.js";
 
 const T = { timeout: 20_000 };
 

@@ -14,7 +14,7 @@ import {
   sandboxLabels,
   startFakeEngine,
   mib,
-} from "./engine.js";
+} from "../helpers/fake-engine.js";
 
 const T = { timeout: 20_000 };
 

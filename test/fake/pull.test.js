@@ -2,7 +2,7 @@
 // the stream, lines split into single bytes, lines that never end.
 import test from "node:test";
 import assert from "node:assert/strict";
-import { DockerSandboxClient, chunked, expectCode, head, mib, startFakeEngine } from "./engine.js";
+import { DockerSandboxClient, chunked, expectCode, head, mib, startFakeEngine } from "../helpers/fake-engine.js";
 
 const T = { timeout: 20_000 };
 

@@ -16,7 +16,7 @@ import {
   sleep,
   startFakeEngine,
   upgradeHead,
-} from "./engine.js";
+} from "../helpers/fake-engine.js";
 
 const T = { timeout: 30_000 };
 

@@ -1,7 +1,7 @@
 // A fake engine in its own process for the long-run memory tests: its bookkeeping (every
 // request it saw) must not count against the library's memory. Prints its host, then
 // serves until killed.
-import { startFakeEngine } from "./engine.js";
+import { startFakeEngine } from "./fake-engine.js";
 
 const fake = await startFakeEngine();
 fake.addContainer("leak");

@@ -16,7 +16,7 @@ import { promisify } from "node:util";
 import { fileURLToPath } from "node:url";
 
 const run = promisify(execFile);
-const workload = fileURLToPath(new URL("./leak-run.mjs", import.meta.url));
+const workload = fileURLToPath(new URL("../helpers/leak-run.mjs", import.meta.url));
 const mib = (n) => (n / 1048576).toFixed(1);
 
 test("10,000 mixed operations: RSS grows less than 8 MiB, no descriptor leaks", { timeout: 600_000 }, async (t) => {
