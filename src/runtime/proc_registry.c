@@ -158,7 +158,9 @@ void proc_rec_close_killed(proc_rec_t *r) {
 
 /* ---- output and the marker ---- */
 
-/* Parses "<pid>:<group>" (both positive safe integers); 0 when it is not that. */
+/* Parses "<pid>:<group>" (positive safe integers, the group above 1); 0 when it is not
+ * that. The marker comes from the sandbox and the group is what stopProcess signals:
+ * group 1 would make `kill -TERM -1` signal every process it may, 0 its own group. */
 static int parse_ids(const uint8_t *body, size_t n, long long *group) {
   char ids[64];
   long long pid = 0;
@@ -166,7 +168,7 @@ static int parse_ids(const uint8_t *body, size_t n, long long *group) {
   if (n >= sizeof(ids)) return 0;
   memcpy(ids, body, n);
   ids[n] = 0;
-  return sscanf(ids, "%lld:%lld%c", &pid, group, &extra) == 2 && pid > 0 && *group > 0 &&
+  return sscanf(ids, "%lld:%lld%c", &pid, group, &extra) == 2 && pid > 0 && *group > 1 &&
          pid <= 9007199254740991LL && *group <= 9007199254740991LL;
 }
 

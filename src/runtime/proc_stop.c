@@ -143,17 +143,21 @@ static terminate_t *terminate_start(sandbox_t *sb, proc_rec_t *r, int64_t grace_
   t->ud = ud;
   r->stop_requested = 1;
   io_t *io = engine_io(sb->eng);
+  if (r->status != P_RUNNING || r->closed) {
+    /* Its exec is over: reported as it is, as the original does when its group is gone.
+     * The original signalled the group when something still answered to its id, but
+     * that id may belong to another group by now (a later managed process's wrapper can
+     * get the same pid): no script against it. */
+    t->timer = sbx_timer_start(io, 0, on_term_close_timeout, t);
+    return t;
+  }
   if (!r->marker_seen) {
-    /* Still starting (or never started): give it min(grace, 250 ms) to end. */
-    if (r->status != P_RUNNING || r->closed) {
-      t->timer = sbx_timer_start(io, 0, on_term_close_timeout, t);
-    } else {
-      t->watch.fn = on_term_close_watch;
-      proc_rec_watch(r, &t->watch);
-      t->watching = 1;
-      t->timer = sbx_timer_start(io, (uint64_t)(grace_ms < STARTING_GRACE_MS ? grace_ms : STARTING_GRACE_MS),
-                                 on_term_close_timeout, t);
-    }
+    /* Still starting: give it min(grace, 250 ms) to end. */
+    t->watch.fn = on_term_close_watch;
+    proc_rec_watch(r, &t->watch);
+    t->watching = 1;
+    t->timer = sbx_timer_start(io, (uint64_t)(grace_ms < STARTING_GRACE_MS ? grace_ms : STARTING_GRACE_MS),
+                               on_term_close_timeout, t);
     return t;
   }
   char pg[32], grace[32];
