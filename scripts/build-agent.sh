@@ -88,6 +88,11 @@ build() {
 
 RELEASE=(-static -O2 -ffunction-sections -fdata-sections -Wl,--gc-sections -s)
 build x86_64 musl-gcc "${RELEASE[@]}"
+# A host-side helper of the tests (the symlink swap race).
+swapper="$OUT/x86_64/swapper"
+if [ ! -x "$swapper" ] || [ "$ROOT/test/agent/c/swapper.c" -nt "$swapper" ]; then
+  cc "${WARN[@]}" -O2 "$ROOT/test/agent/c/swapper.c" -o "$swapper"
+fi
 build aarch64 aarch64-linux-gnu-gcc "${RELEASE[@]}"
 build asan gcc -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 

@@ -285,8 +285,9 @@ typedef struct tcp_scan {
   char carry[512];
   size_t carry_len;
   int overlong;
-  uint16_t port;
+  uint16_t port;       /* the port looked for: `found` */
   int found;
+  uint8_t *listening;  /* optional 8192-byte bitmap: every listening port is set */
 } tcp_scan_t;
 void tcp_scan_init(tcp_scan_t *s, uint16_t port);
 void tcp_scan_feed(tcp_scan_t *s, const char *p, size_t len);

@@ -3,8 +3,9 @@
  * /proc/net/tcp6 (state 0A, LISTEN, with that local port), polled at an interval until
  * found or timed out.
  *
- * Owns: nothing beyond its PORT_WAIT records' timers; the tables are opened, read in
- * 8 KiB pieces through the bounded line parser of procfs.c, and closed in each check.
+ * Owns: the snapshot of both tables (a bitmap of listening ports each, refreshed at most
+ * every 5 ms and shared by every wait) and its PORT_WAIT records' timers. The tables are
+ * read in 8 KiB pieces through the bounded line parser of procfs.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,44 +15,68 @@
 
 #include "agent.h"
 
-/* 1 found, 0 not found, -1 with errno when no table could be read. */
-static int scan_file(const char *path, uint16_t port) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
+/*
+ * One snapshot of both tables serves every PORT_WAIT that checks within SNAP_MS of it:
+ * a thousand waits cost one read of /proc/net/tcp per interval, not a thousand.
+ */
+#define SNAP_MS 5
+
+typedef struct table {
+  const char *path;
+  uint8_t listening[8192]; /* bit per port */
+  int ok;                  /* read at the last snapshot */
+  int err;                 /* its errno otherwise */
+} table_t;
+
+static table_t tables[2] = {{"/proc/net/tcp", {0}, 0, 0}, {"/proc/net/tcp6", {0}, 0, 0}};
+static int64_t snap_ms = -1000;
+
+static void table_read(table_t *t) {
+  memset(t->listening, 0, sizeof(t->listening));
+  int fd = open(t->path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    t->ok = 0;
+    t->err = errno;
+    return;
+  }
   tcp_scan_t s;
-  tcp_scan_init(&s, port);
+  tcp_scan_init(&s, 0);
+  s.listening = t->listening;
   char buf[8192];
   for (;;) {
     ssize_t n = read(fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     tcp_scan_feed(&s, buf, (size_t)n);
-    if (s.found) break;
   }
   tcp_scan_end(&s);
   close(fd);
-  return s.found;
+  t->ok = 1;
 }
 
+static int has_port(const table_t *t, uint16_t port) { return t->ok && (t->listening[port >> 3] >> (port & 7)) & 1; }
+
+/* 0 with *families set, or -1 with *err when neither asked-for table can be read. */
 static int port_check(uint16_t port, uint16_t flags, uint8_t *families, int *err) {
+  int64_t now = now_ms();
+  if (now - snap_ms >= SNAP_MS) {
+    table_read(&tables[0]);
+    table_read(&tables[1]);
+    snap_ms = now;
+  }
   if (flags == 0) flags = AW_PORT_V4 | AW_PORT_V6;
   *families = 0;
   int readable = 0;
   *err = ENOENT;
   if (flags & AW_PORT_V4) {
-    int rc = scan_file("/proc/net/tcp", port);
-    if (rc < 0) *err = errno;
-    else readable = 1;
-    if (rc > 0) *families |= AW_PORT_V4;
+    if (tables[0].ok) readable = 1;
+    else *err = tables[0].err;
+    if (has_port(&tables[0], port)) *families |= AW_PORT_V4;
   }
   if (flags & AW_PORT_V6) {
-    int rc = scan_file("/proc/net/tcp6", port);
-    if (rc < 0) {
-      if (!readable) *err = errno;
-    } else {
-      readable = 1;
-    }
-    if (rc > 0) *families |= AW_PORT_V6;
+    if (tables[1].ok) readable = 1;
+    else if (!readable) *err = tables[1].err;
+    if (has_port(&tables[1], port)) *families |= AW_PORT_V6;
   }
   return readable ? 0 : -1;
 }

@@ -102,7 +102,9 @@ static void scan_line(tcp_scan_t *s, const char *p, size_t len) {
   while (p < end && *p == ' ') p++;
   if (end - p < 2 || hexval(p[0]) < 0 || hexval(p[1]) < 0) return;
   unsigned st = (unsigned)(hexval(p[0]) * 16 + hexval(p[1]));
-  if (st == 0x0A && port == s->port) s->found = 1;
+  if (st != 0x0A) return;
+  if (port == s->port) s->found = 1;
+  if (s->listening) s->listening[port >> 3] |= (uint8_t)(1u << (port & 7));
 }
 
 void tcp_scan_feed(tcp_scan_t *s, const char *p, size_t len) {

@@ -109,10 +109,22 @@ export class Agent {
     const cmd = variant.runner ? [variant.runner, variant.bin, ...argv] : [variant.bin, ...argv];
     const child = spawn(cmd[0], cmd.slice(1), { stdio: ["pipe", "pipe", "pipe"], env: env ?? variant.env });
     const agent = new Agent(child, variant);
+    Agent.live.add(agent);
+    agent.exit.then(() => Agent.live.delete(agent));
     const hello = await agent.helloPromise;
     agent.hello = hello;
     if (hostHello) agent.send(enc.hostHello());
     return agent;
+  }
+
+  // Agents still running: a test that fails midway leaves its agent to the after hook,
+  // which must end it or the test file never exits.
+  static live = new Set();
+  static async killAll() {
+    const left = [...Agent.live];
+    for (const a of left) a.child.kill("SIGKILL");
+    await Promise.all(left.map((a) => a.exit));
+    return left.length;
   }
 
   constructor(child, variant) {
@@ -194,16 +206,21 @@ export class Agent {
   request(frameOf, opts = {}) {
     const id = opts.id ?? this.id();
     const r = new Req(this, id, opts);
+    if (this.exited) {
+      r.lost();
+      return r;
+    }
     this.reqs.set(id, r);
     this.send(frameOf(id));
     return r;
   }
 
+  // Resolves with the PONG's payload, or null if the agent exits first.
   ping(data = Buffer.from("12345678")) {
     const id = this.id();
     const p = new Promise((resolve) => this.pongs.set(id, resolve));
     this.send(enc.ping(id, data));
-    return p;
+    return Promise.race([p, this.exit.then(() => null)]);
   }
 
   exec({ argv, env, cwd, stdin, timeoutMs, detached = false, window, autoCredit = true }) {

@@ -1,0 +1,28 @@
+// The agent's C unit tests (test/agent/c/unit_tests.c: the wire codec, the path walk, the
+// /proc parsers), built by scripts/build-agent.sh, run for every variant: the x86_64 musl
+// build, the AddressSanitizer build, and the aarch64 build under qemu-aarch64-static.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { test } from "node:test";
+import { SANITIZER_REPORT } from "./lib/agent.js";
+import { buildDir, variants } from "./lib/variants.js";
+
+for (const v of variants()) {
+  test(`C unit tests [${v.name}]`, async (t) => {
+    const bin = join(buildDir, v.name, "agent-unit-tests");
+    const cmd = v.runner ? [v.runner, bin] : [bin];
+    const { code, out } = await new Promise((resolve) =>
+      execFile(cmd[0], cmd.slice(1), { env: v.env, timeout: 60_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) =>
+        resolve({ code: err ? (err.code ?? err.signal) : 0, out: `${stdout}${stderr}` }),
+      ),
+    );
+    assert.equal(code, 0, out);
+    assert.doesNotMatch(out, SANITIZER_REPORT);
+    const m = /^(\d+) passed, (\d+) failed$/m.exec(out);
+    assert.ok(m, out);
+    assert.equal(Number(m[2]), 0, out);
+    assert.ok(Number(m[1]) > 200, out);
+    t.diagnostic(out.trim().split("\n").slice(-3).join("; "));
+  });
+}

@@ -1,0 +1,157 @@
+// The agent's lifetime and the commands it leaves behind: host silence (heartbeat) and end
+// of input end every command but detached ones; detached commands keep running (and keep
+// writing: no SIGPIPE) after the agent exits, and a new agent can stop them with SIGNAL and
+// see them with GROUP_ALIVE; nothing is left as a zombie; signals to the agent.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { Agent, waitFor } from "./lib/agent.js";
+import { isAlive, killQuietly, waitGone, zombiesOf, childrenOf } from "./lib/procs.js";
+import { tempWorkdir, variants } from "./lib/variants.js";
+import { S } from "./lib/wire.js";
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function startedPid(req) {
+  while (!req.started && !req.finished) await sleep(5);
+  assert.ok(req.started, `not started: ${JSON.stringify(req.error)}`);
+  return req.started.pid;
+}
+
+// Whatever a failed test left running ends with the file.
+after(() => Agent.killAll());
+
+for (const v of variants()) {
+  describe(`lifetime [${v.name}]`, () => {
+    let wd;
+    const leftovers = [];
+    before(() => {
+      wd = tempWorkdir();
+    });
+    after(() => {
+      for (const pid of leftovers) killQuietly(-pid);
+      wd.cleanup();
+    });
+
+    test("host silence past the heartbeat ends commands, not detached ones", async () => {
+      const agent = await Agent.start(v, { workdir: wd.dir, heartbeatMs: 400 });
+      const plain = agent.exec({ argv: ["sleep", "100"] });
+      const tree = agent.exec({ argv: ["sh", "-c", "sleep 100 & echo $!; wait"] });
+      const detached = agent.exec({ argv: ["sleep", "100"], detached: true });
+      const [p1, p2, pd] = [await startedPid(plain), await startedPid(tree), await startedPid(detached)];
+      leftovers.push(pd);
+      while (!tree.text()) await tree.waitData();
+      const grandchild = Number(tree.text());
+      const t0 = Date.now();
+      const st = await agent.exit;
+      const took = Date.now() - t0;
+      assert.equal(st.code, 2, `exit ${JSON.stringify(st)} ${agent.stderr}`);
+      assert.ok(took >= 300 && took < 4000, `exited after ${took} ms`);
+      assert.ok(await waitGone(p1), "plain command survived");
+      assert.ok(await waitGone(p2), "tree leader survived");
+      assert.ok(await waitGone(grandchild), "grandchild survived");
+      assert.ok(isAlive(pd), "the detached command was ended");
+      agent.checkClean();
+      // The commands that were ended got their RESULT on the way out.
+      assert.equal(plain.lostAgent ?? false, false);
+      assert.ok(plain.raw, "RESULT before exiting");
+      // A new agent sees the detached group and stops it.
+      const again = await Agent.start(v, { workdir: wd.dir });
+      let a = await again.alive(pd);
+      assert.equal(a.result.alive, 1);
+      assert.equal(a.result.members, 1);
+      const s = await again.signal(pd, 15);
+      assert.equal(s.result.delivered, 1);
+      assert.ok(await waitGone(pd), "SIGNAL did not stop the detached command");
+      a = await again.alive(pd);
+      assert.equal(a.result.alive, 0);
+      await again.close();
+    });
+
+    test("PINGs keep a heartbeat agent alive", async () => {
+      const agent = await Agent.start(v, { workdir: wd.dir, heartbeatMs: 700 });
+      const end = Date.now() + 1500;
+      while (Date.now() < end) {
+        await agent.ping();
+        await sleep(100);
+      }
+      assert.equal(agent.exited, undefined, "exited while pinged");
+      assert.equal((await agent.run({ argv: ["echo", "alive"] })).text(), "alive\n");
+      const st = await agent.close();
+      assert.equal(st.code, 0);
+    });
+
+    test("end of input ends commands; detached ones keep running and writing", async () => {
+      const agent = await Agent.start(v, { workdir: wd.dir });
+      const plain = agent.exec({ argv: ["sh", "-c", "sleep 100 & wait"] });
+      const ticks = join(wd.dir, "ticks");
+      const detached = agent.exec({
+        argv: ["sh", "-c", `i=0; while :; do echo tick $i; echo tick $i >&2; i=$((i+1)); echo $i > ${ticks}; sleep 0.02; done`],
+        detached: true,
+      });
+      const [pp, pd] = [await startedPid(plain), await startedPid(detached)];
+      leftovers.push(pd);
+      while (detached.bytes[S.OUT] === 0) await detached.waitData();
+      const st = await agent.close();
+      assert.equal(st.code, 0);
+      assert.ok(await waitGone(pp));
+      // The detached command goes on writing with nobody reading the agent's side.
+      const n1 = Number(readFileSync(ticks, "utf8"));
+      await sleep(400);
+      const n2 = Number(readFileSync(ticks, "utf8"));
+      assert.ok(isAlive(pd), "the detached command died after the agent left (SIGPIPE?)");
+      assert.ok(n2 > n1 + 3, `ticks ${n1} -> ${n2}`);
+      // Tree signal from a new agent: TERM, frozen first, continued after.
+      const again = await Agent.start(v, { workdir: wd.dir });
+      const s = await again.signal(pd, 15, true);
+      assert.equal(s.result.delivered, 1);
+      assert.ok(s.result.count >= 1);
+      assert.ok(await waitGone(pd), "tree SIGNAL did not stop it");
+      await again.close();
+    });
+
+    test("no zombies: orphans of finished commands are reaped", { skip: v.emulated && "qemu-user has no PR_SET_CHILD_SUBREAPER" }, async () => {
+      const agent = await Agent.start(v, { workdir: wd.dir });
+      for (let i = 0; i < 10; i++) {
+        const r = await agent.run({ argv: ["sh", "-c", "(sleep 0.1 >/dev/null 2>&1 &) ; sleep 0.1 >/dev/null 2>&1 & exit 0"] });
+        assert.equal(r.result.code, 0);
+      }
+      // The orphans were reparented to the agent (the subreaper); once they exit, none stays a zombie.
+      const orphaned = childrenOf(agent.pid).length;
+      await waitFor(() => childrenOf(agent.pid).length === 0, { timeout: 5000 });
+      assert.deepEqual(zombiesOf(agent.pid), []);
+      assert.deepEqual(childrenOf(agent.pid), []);
+      assert.ok(orphaned > 0, "the orphans were not the agent's (subreaper)");
+      await agent.close();
+    });
+
+    test("SIGNAL and GROUP_ALIVE refuse pgid <= 1 and the agent's own group", async () => {
+      const agent = await Agent.start(v, { workdir: wd.dir });
+      for (const pgid of [0, 1, -5]) {
+        assert.equal((await agent.signal(pgid, 9)).error.kind, "invalid");
+        assert.equal((await agent.alive(pgid)).error.kind, "invalid");
+      }
+      assert.equal((await agent.signal(agent.hello.pid, 9)).error.kind, "invalid");
+      // A group that does not exist: not delivered, not alive.
+      const gone = 4194000;
+      assert.equal((await agent.signal(gone, 15)).result.delivered, 0);
+      assert.equal((await agent.signal(gone, 15, true)).result.delivered, 0);
+      assert.equal((await agent.alive(gone)).result.alive, 0);
+      await agent.close();
+      assert.equal(agent.exited.code, 0);
+    });
+
+    test("SIGTERM to the agent ends its commands, and it exits", async () => {
+      const agent = await Agent.start(v, { workdir: wd.dir });
+      const r = agent.exec({ argv: ["sleep", "100"] });
+      const pid = await startedPid(r);
+      agent.child.kill("SIGTERM");
+      const st = await agent.exit;
+      assert.equal(st.code, 4);
+      assert.ok(await waitGone(pid));
+      await r.done;
+      agent.checkClean();
+    });
+  });
+}

@@ -1,0 +1,123 @@
+// Multiplexing and flow control: a 64 MiB read in flight does not hold up a PING or a small
+// LIST; chatty commands share the output round-robin; a stream without credit stops being
+// read, so its command blocks and the agent's memory stays bounded; the agent's RSS idle
+// and under a stream.
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { Agent } from "./lib/agent.js";
+import { tempWorkdir, variants } from "./lib/variants.js";
+import { dec, enc, S } from "./lib/wire.js";
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const sha = (b) => createHash("sha256").update(b).digest("hex");
+
+// Whatever a failed test left running ends with the file.
+after(() => Agent.killAll());
+
+for (const v of variants()) {
+  describe(`mux [${v.name}]`, () => {
+    let wd;
+    let agent;
+    before(async () => {
+      wd = tempWorkdir();
+      agent = await Agent.start(v, { workdir: wd.dir });
+    });
+    after(async () => {
+      const st = await agent.close();
+      assert.equal(st.code, 0, agent.stderr);
+      assert.deepEqual(agent.strays, []);
+      wd.cleanup();
+    });
+
+    test("a large read in flight does not delay a PING or a small LIST", async (t) => {
+      const size = v.native ? 64 * 1024 * 1024 : 16 * 1024 * 1024;
+      const data = Buffer.alloc(size);
+      for (let i = 0; i < size; i += 4096) data.writeUInt32BE(i, i);
+      writeFileSync(join(wd.dir, "big.bin"), data);
+      writeFileSync(join(wd.dir, "small.txt"), "x");
+      const big = agent.request((id) => enc.read(id, { path: "big.bin", window: 4 * 1024 * 1024 }));
+      while (big.bytes[S.OUT] === 0) await big.waitData();
+      const t0 = process.hrtime.bigint();
+      await agent.ping();
+      const pingUs = Number(process.hrtime.bigint() - t0) / 1000;
+      const atPong = big.bytes[S.OUT];
+      const doneAtPong = big.finished;
+      const list = await agent.list("");
+      const atList = big.bytes[S.OUT];
+      const doneAtList = big.finished;
+      await big.done;
+      assert.equal(big.error, null);
+      assert.equal(doneAtPong, false, "PONG came after the whole read");
+      assert.equal(doneAtList, false, "LIST came after the whole read");
+      assert.ok(atPong < size && atList < size);
+      assert.equal(list.result.count, 2);
+      assert.equal(dec.readResult(big.raw).bytes, size);
+      assert.equal(sha(big.buffer()), sha(data));
+      t.diagnostic(
+        `PONG after ${(atPong / 1048576).toFixed(1)} MiB of ${size / 1048576} MiB (${pingUs.toFixed(0)} us), ` +
+          `LIST result after ${(atList / 1048576).toFixed(1)} MiB`,
+      );
+    });
+
+    test("chatty commands share the output; a small command is not held up", async () => {
+      const n = 8 * 1024 * 1024;
+      const chatty = [0, 1, 2].map(() => agent.exec({ argv: ["head", "-c", String(n), "/dev/zero"] }));
+      while (chatty.some((c) => c.bytes[S.OUT] === 0)) await Promise.race(chatty.map((c) => c.waitData()));
+      const small = await agent.run({ argv: ["echo", "small"] });
+      const before = chatty.map((c) => c.finished);
+      assert.equal(small.text(), "small\n");
+      await Promise.all(chatty.map((c) => c.done));
+      // When the first chatty command ended, the others had made progress too.
+      assert.ok(before.includes(false), "the small command waited for the chatty ones");
+      for (const c of chatty) assert.equal(c.bytes[S.OUT], n);
+    });
+
+    test("no credit: the command blocks, nothing is sent, memory stays bounded; credit resumes it exactly", async (t) => {
+      const count = join(wd.dir, "count");
+      const script = `n=0; while :; do printf '%01023d\\n' 0; n=$((n+1)); echo $n > ${count}; done`;
+      const req = agent.exec({ argv: ["sh", "-c", script], window: 0, autoCredit: false });
+      // Twenty more commands writing as fast as they can, also without credit.
+      const floods = Array.from({ length: 20 }, () =>
+        agent.exec({ argv: ["cat", "/dev/zero"], window: 0, autoCredit: false }),
+      );
+      await sleep(v.emulated ? 1500 : 700);
+      const c1 = Number(readFileSync(count, "utf8"));
+      await sleep(300);
+      const c2 = Number(readFileSync(count, "utf8"));
+      assert.equal(req.bytes[S.OUT], 0, "DATA without credit");
+      for (const f of floods) assert.equal(f.bytes[S.OUT], 0);
+      assert.equal(c1, c2, "the command kept writing");
+      assert.ok(c2 <= 80, `the command wrote ${c2} KiB: more than a pipe holds`);
+      const rss = agent.rssKb();
+      if (v.native) assert.ok(rss < 8 * 1024, `agent RSS ${rss} KiB with 21 blocked streams`);
+      // Credit for 10000 bytes: exactly that much arrives, then nothing more.
+      agent.send(enc.window(req.id, S.OUT, 10000));
+      while (req.bytes[S.OUT] < 10000) await req.waitData();
+      await sleep(200);
+      assert.equal(req.bytes[S.OUT], 10000);
+      for (const f of floods) agent.send(enc.cancel(f.id));
+      agent.send(enc.cancel(req.id));
+      await Promise.all([req.done, ...floods.map((f) => f.done)]);
+      const res = dec.execResult(req.raw);
+      assert.equal(res.cancelled, true);
+      assert.equal(res.outBytes, 10000);
+      t.diagnostic(`blocked after ${c2} KiB; agent RSS ${rss} KiB with 21 streams blocked`);
+    });
+
+    test("RSS idle and under a stream", async (t) => {
+      const idle = agent.rssKb();
+      const req = agent.exec({ argv: ["cat", "/dev/zero"], window: 4 * 1024 * 1024 });
+      await sleep(v.emulated ? 1500 : 1000);
+      const streaming = agent.rssKb();
+      const bytes = req.bytes[S.OUT];
+      agent.send(enc.cancel(req.id));
+      await req.done;
+      assert.ok(bytes > 1024 * 1024, `only ${bytes} bytes in a second`);
+      if (v.native) assert.ok(streaming < 16 * 1024, `RSS ${streaming} KiB while streaming`);
+      t.diagnostic(`RSS idle ${idle} KiB, streaming ${streaming} KiB (${(bytes / 1048576).toFixed(0)} MiB/s)`);
+    });
+  });
+}
