@@ -19,18 +19,26 @@
  * Ends every process whose environment carries ANVIA_SANDBOX_EXEC_ID=$1: freeze them
  * all (so none forks while we look), kill them, look again until none is left. Only
  * POSIX sh, tr and grep are needed (busybox has them).
+ *
+ * Only a whole environment entry counts: entries become lines with every newline inside
+ * a value turned into \001 first, so a value holding "\n<the entry>" (a variable that
+ * copied another command's environment) is not taken for it, and -x keeps a value or a
+ * longer marker that merely contains it out too. A process is looked at again once
+ * frozen, and let go if it is not the one seen (its pid was reused in between).
  */
 static const char KILL_SCRIPT[] =
+    "[ -n \"$1\" ] || exit 2\n"
     "m=\"" EXEC_MARKER_ENV "=$1\"\n"
+    "has() { tr '\\n\\000' '\\001\\n' < \"/proc/$1/environ\" 2>/dev/null | grep -qxF \"$m\"; }\n"
     "i=0\n"
     "while [ \"$i\" -lt 50 ]; do\n"
     "  found=\n"
     "  for d in /proc/[0-9]*; do\n"
     "    p=${d#/proc/}\n"
     "    [ \"$p\" = \"$$\" ] && continue\n"
-    "    if tr '\\000' '\\n' < \"$d/environ\" 2>/dev/null | grep -qxF \"$m\"; then\n"
-    "      kill -STOP \"$p\" 2>/dev/null && found=\"$found $p\"\n"
-    "    fi\n"
+    "    has \"$p\" || continue\n"
+    "    kill -STOP \"$p\" 2>/dev/null || continue\n"
+    "    if has \"$p\"; then found=\"$found $p\"; else kill -CONT \"$p\" 2>/dev/null; fi\n"
     "  done\n"
     "  [ -z \"$found\" ] && exit 0\n"
     "  kill -KILL $found 2>/dev/null\n"
