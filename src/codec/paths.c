@@ -334,6 +334,31 @@ fail:
   return NULL;
 }
 
+size_t sandbox_path_depth(const char *normalized) {
+  size_t depth = 0;
+  for (const char *p = normalized; *p; p++)
+    if (*p != '/' && (p == normalized || p[-1] == '/')) depth++;
+  return depth;
+}
+
+char *sandbox_path_argument(const char *input, size_t len, int allow_root, err_t *err) {
+  char *normalized = sandbox_path_normalize(input, len, allow_root, err);
+  if (normalized == NULL) return NULL;
+  size_t nlen = strlen(normalized);
+  size_t depth = nlen > SANDBOX_PATH_MAX_BYTES ? 0 : sandbox_path_depth(normalized);
+  if (nlen > SANDBOX_PATH_MAX_BYTES) {
+    err_sandbox(err, CODE_INVALID_PATH, "Sandbox path is too long: %zu bytes (at most %d).", nlen,
+                SANDBOX_PATH_MAX_BYTES);
+  } else if (depth > SANDBOX_PATH_MAX_DEPTH) {
+    err_sandbox(err, CODE_INVALID_PATH, "Sandbox path is too deep: %zu components (at most %d).", depth,
+                SANDBOX_PATH_MAX_DEPTH);
+  } else {
+    return normalized;
+  }
+  free(normalized);
+  return NULL;
+}
+
 char *sandbox_container_path(const char *workdir, const char *relative, err_t *err) {
   char *normalized = NULL, *base = NULL, *result = NULL;
   normalized = sandbox_path_normalize(relative, strlen(relative), 1, err);

@@ -43,6 +43,29 @@ char *posix_relative_n(const char *from, size_t from_len, const char *to, size_t
  * or directory inside the workspace."). `len` is the byte length (the input may hold NULs).
  */
 char *sandbox_path_normalize(const char *input, size_t len, int allow_root, err_t *err);
+/*
+ * The bounds of a sandbox path given as an argument (a runtime call's path or cwd,
+ * createSandbox's files and directories), on the normalized path. The original had none;
+ * an unbounded path cost one ancestor probe per component, all in flight at once.
+ *  - 4096 bytes: Linux's PATH_MAX, so no longer relative path names anything the
+ *    container's kernel would resolve anyway;
+ *  - 256 components: at most 255 parent directories, so a maximal path makes at most 255
+ *    ancestor probes (runtime/ancestry.c), and the tar of an upload at most 256 entries.
+ */
+#define SANDBOX_PATH_MAX_BYTES 4096
+#define SANDBOX_PATH_MAX_DEPTH 256
+
+/*
+ * sandbox_path_normalize, then the bounds above: NULL with an invalid_path
+ * DockerSandboxError "Sandbox path is too long: <n> bytes (at most 4096)." or "Sandbox path
+ * is too deep: <n> components (at most 256).". The original's own errors come first, with
+ * its messages. Entries read back from a container (a listing) are not arguments and are
+ * not bounded.
+ */
+char *sandbox_path_argument(const char *input, size_t len, int allow_root, err_t *err);
+/* The number of components of a normalized path ("." and "a" are 1, "a/b/" is 2). */
+size_t sandbox_path_depth(const char *normalized);
+
 /* containerPath(workdir, relative): normalize(workdir), joined with the normalized path. */
 char *sandbox_container_path(const char *workdir, const char *relative, err_t *err);
 /* parentSandboxPath(relative): "." or the normalized parent. */

@@ -17,8 +17,9 @@
 /* The options object of a runtime entry's (sandbox, options, ...) (runtime_ops.h), or
  * NULL with the original's TypeError "options must be an object." pending. */
 napi_value args_options(napi_env env, napi_value *argv);
-/* normalizeSandboxPath(value, { allowRoot }) of a JS value, NULs kept; a non-string is a
- * TypeError "<name> must be a string.". */
+/* normalizeSandboxPath(value, { allowRoot }) of a JS value, NULs kept, within the bounds of
+ * a path argument (sandbox_path_argument); a non-string is a TypeError "<name> must be a
+ * string.". */
 char *args_sandbox_path(napi_env env, napi_value v, const char *name, int allow_root, err_t *err);
 /* undefined (nothing) or an array of strings, copied; else "args must contain only strings.". */
 int args_string_array(napi_env env, napi_value v, char ***out, size_t *count, err_t *err);

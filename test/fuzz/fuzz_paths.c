@@ -9,6 +9,7 @@
  *    ".", "/", "//");
  *  - posix_relative_n(a, b): resolving it from a gives b, as path.resolve(a,
  *    path.relative(a, b)) === path.resolve(b) in Node (both resolved from "/");
+ *  - sandbox_path_argument gives the same path within the bounds and refuses it beyond;
  *  - sandbox_container_path(a, b) with an absolute workdir a never leaves it: the result
  *    is normalize(a) or below it;
  *  - sandbox_parent_path(b).
@@ -68,6 +69,21 @@ static void check_sandbox_normalize(const uint8_t *data, size_t size, int allow_
   } else {
     FUZZ_CHECK(err.code != NULL && strcmp(err.code, CODE_INVALID_PATH) == 0, "code %s", err.code);
   }
+  /* The argument form: the same path within the bounds, refused beyond them. */
+  err_t arg_err;
+  err_init(&arg_err);
+  in = (char *)fuzz_dup(data, size);
+  char *arg = sandbox_path_argument(in, size, allow_root, &arg_err);
+  free(in);
+  if (p == NULL) {
+    FUZZ_CHECK(arg == NULL, "an argument accepted where the path is not");
+  } else {
+    int within = strlen(p) <= SANDBOX_PATH_MAX_BYTES && sandbox_path_depth(p) <= SANDBOX_PATH_MAX_DEPTH;
+    FUZZ_CHECK(within ? (arg != NULL && strcmp(arg, p) == 0) : (arg == NULL && strcmp(arg_err.code, CODE_INVALID_PATH) == 0),
+               "argument form of \"%s\" (within bounds: %d)", p, within);
+  }
+  free(arg);
+  err_clear(&arg_err);
   free(p);
   err_clear(&err);
 }
