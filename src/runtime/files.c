@@ -10,13 +10,19 @@
  *    soon as it is in (tar_peek); the archive is read with libarchive and must hold
  *    exactly that one regular file. Ancestors are checked at the same time,
  *    so a link in the middle of the path cannot make a read leave the workspace.
+ * That is for a root sandbox user, for whom the engine's root is no more than the user's
+ * own. Any other user's reads and writes go through files_user.c instead, as that user.
+ *
+ * Owns: each operation owns its path, its data, its requests and the archive.
  */
 #include "runtime/files.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/userspec.h"
 #include "runtime/ancestry.h"
+#include "runtime/files_user.h"
 #include "napi/args.h"
 
 #include "napi/convert.h"
@@ -63,7 +69,18 @@ static void on_uploaded(http_req_t *req, void *ud) {
   op->req = NULL;
   err_t err;
   err_init(&err);
-  if (!http_req_ok(req)) http_req_error(req, &err);
+  if (!http_req_ok(req)) {
+    char *msg = http_req_engine_message(req);
+    if (msg != NULL && strstr(msg, "cannot overwrite directory") != NULL) {
+      /* The path is an existing directory (Docker refuses to replace it with a file). */
+      err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Sandbox path names a directory, not a file: %s", op->path);
+      err_set_details(&err, json_pack("{s:s, s:I, s:s}", "path", op->path, "statusCode", (json_int_t)req->status,
+                                      "message", msg));
+    } else {
+      http_req_error(req, &err);
+    }
+    free(msg);
+  }
   http_req_free(req);
   write_finish(op, &err);
 }
@@ -218,8 +235,36 @@ static const op_vtable_t write_vt = {
     .destroy = write_destroy,
 };
 
+/* The bytes to write, copied at once: options.data.slice() in the original, before the
+ * path is read (a getter on `path` may transfer or detach the data's buffer). For text,
+ * the string's UTF-8 (TextEncoder). NULL with err set. */
+static uint8_t *take_content(napi_env env, napi_value options, int is_text, size_t *len, err_t *err) {
+  napi_value content = nu_get(env, options, is_text ? "text" : "data");
+  uint8_t *view = NULL, *copy = NULL;
+  *len = 0;
+  if (is_text) {
+    if (nu_typeof(env, content) != napi_string) {
+      err_type(err, "text must be a string.");
+      return NULL;
+    }
+    napi_get_value_string_utf8(env, content, NULL, 0, len);
+  } else if (!nu_uint8array_view(env, content, &view, len)) {
+    err_type(err, "data must be a Uint8Array.");
+    return NULL;
+  }
+  copy = malloc(*len + 1);
+  if (copy == NULL) {
+    err_oom(err);
+    return NULL;
+  }
+  if (is_text) napi_get_value_string_utf8(env, content, (char *)copy, *len + 1, len);
+  else if (*len > 0) memcpy(copy, view, *len);
+  return copy;
+}
+
 /* native.prepareWriteFile(sandbox, options, isText): the original's checks, in order. */
 napi_value files_prepare_write(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+  (void)argc;
   jsenv_t *js = jsenv_get(env);
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;
@@ -227,45 +272,39 @@ napi_value files_prepare_write(napi_env env, sandbox_t *sb, napi_value *argv, si
   napi_get_value_bool(env, argv[2], &is_text);
   err_t err;
   err_init(&err);
-  uint8_t *bytes = NULL;
   size_t len = 0;
-  napi_value content = nu_get(env, options, is_text ? "text" : "data");
-  if (is_text) {
-    if (nu_typeof(env, content) != napi_string) {
-      err_type(&err, "text must be a string.");
-      return nu_throw_err(js, &err);
-    }
-    napi_get_value_string_utf8(env, content, NULL, 0, &len);
-  } else if (!nu_uint8array_view(env, content, &bytes, &len)) {
-    err_type(&err, "data must be a Uint8Array.");
-    return nu_throw_err(js, &err);
-  }
-  char *path = args_sandbox_path(env, nu_get(env, options, "path"), "path", 0, &err);
-  if (path == NULL) return nu_throw_err(js, &err);
+  char *path = NULL;
+  uint8_t *data = take_content(env, options, is_text, &len, &err);
+  if (data == NULL) goto fail;
+  path = args_sandbox_path(env, nu_get(env, options, "path"), "path", 0, &err);
+  if (path == NULL) goto fail;
   if (path[strlen(path) - 1] == '/') {
     /* "name/" is a directory: no file is written there (the original's copy failed too). */
     err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Sandbox path names a directory, not a file: %s", path);
-    free(path);
-    return nu_throw_err(js, &err);
+    goto fail;
   }
   if ((uint64_t)len > (uint64_t)sb->runtime.max_file_bytes) {
     err_sandbox(&err, CODE_FILE_TOO_LARGE, "Sandbox file exceeds maxFileBytes (%zu > %lld): %s", len,
                 (long long)sb->runtime.max_file_bytes, path);
-    free(path);
-    return nu_throw_err(js, &err);
+    goto fail;
   }
+  /* A user who is not root writes as itself (files_user.c): the engine would write as
+   * root and follow links the user planted. */
+  if (!user_is_root(sb->user)) return files_user_prepare_write(env, sb, path, data, len);
   write_op_t *op = op_prepare(env, &write_vt, sizeof(*op), sb);
   if (op == NULL) {
     free(path);
+    free(data);
     return NULL;
   }
   op->path = path;
-  op->data = malloc(len + 1);
+  op->data = data;
   op->len = len;
-  if (op->data == NULL) err_oom(&err);
-  else if (is_text) napi_get_value_string_utf8(env, content, (char *)op->data, len + 1, &len);
-  else if (len > 0) memcpy(op->data, bytes, len);
-  return op_prepared(&op->op, &err);
+  return op_prepared(&op->op, NULL);
+fail:
+  free(path);
+  free(data);
+  return nu_throw_err(js, &err);
 }
 
 /* ================= read ================= */
@@ -449,6 +488,7 @@ static const op_vtable_t read_vt = {
 
 /* native.prepareReadFile(sandbox, options): assertReadOptions of the original. */
 napi_value files_prepare_read(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+  (void)argc;
   jsenv_t *js = jsenv_get(env);
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;
@@ -456,12 +496,21 @@ napi_value files_prepare_read(napi_env env, sandbox_t *sb, napi_value *argv, siz
   err_init(&err);
   char *path = args_sandbox_path(env, nu_get(env, options, "path"), "path", 0, &err);
   if (path == NULL) return nu_throw_err(js, &err);
+  if (path[strlen(path) - 1] == '/') {
+    /* "name/" is a directory: no regular file is read through it, whatever the engine. */
+    err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Sandbox path names a directory, not a file: %s", path);
+    free(path);
+    return nu_throw_err(js, &err);
+  }
+  /* A user who is not root reads as itself (files_user.c): the engine would read as root
+   * and follow links the user planted. */
+  if (!user_is_root(sb->user)) return files_user_prepare_read(env, sb, path);
   read_op_t *op = op_prepare(env, &read_vt, sizeof(*op), sb);
   if (op == NULL) {
     free(path);
     return NULL;
   }
-  op->path = path; /* a trailing slash stays: the engine then requires a directory */
+  op->path = path;
   op->name = base_name(op->path);
   op->max = (uint64_t)sb->runtime.max_file_bytes;
   buf_init(&op->archive, (size_t)(op->max > SIZE_MAX - ARCHIVE_OVERHEAD ? SIZE_MAX - 1 : op->max + ARCHIVE_OVERHEAD));

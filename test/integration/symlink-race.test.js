@@ -1,0 +1,81 @@
+// The symbolic link race of issue 13, on a real engine, with a sandbox running as
+// 1000:1000: a static program inside the sandbox swaps workspace/d (a real directory) and
+// workspace/d.link (a symbolic link to /etc) with renameat2(RENAME_EXCHANGE) as fast as it
+// can for 10 s, while the library writes workspace/d/escape-N and reads workspace/d/hostname
+// and workspace/d/shadow over and over. Before the fix, 16 writes created /etc/escape-N and
+// most reads returned /etc/hostname and /etc/shadow. Now: no file appears in /etc, and
+// every read that succeeds returns the workspace's own file. Refusals (a link on the way)
+// are expected and counted.
+import test from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { DockerSandboxClient, DockerSandboxError } from "../../lib/index.js";
+import { baseOptions, dockerExec } from "../helpers/docker.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const SWAP_MS = 10_000;
+
+// The swapper (test/agent/c/swapper.c), built static so it needs nothing in the image.
+function swapperBinary() {
+  const out = `${root}build-test/swapper`;
+  if (!existsSync(out)) {
+    mkdirSync(`${root}build-test`, { recursive: true });
+    execFileSync("cc", ["-static", "-O2", "-o", out, `${root}test/agent/c/swapper.c`]);
+  }
+  return readFileSync(out);
+}
+
+const transport = process.env.ANVIA_SANDBOX_TRANSPORT;
+
+test(`a directory <-> /etc link swapped in a loop for ${SWAP_MS / 1000} s: no write lands in /etc, no read leaves the workspace`, { timeout: 120_000 }, async (t) => {
+  const client = new DockerSandboxClient();
+  const box = await client.createSandbox(baseOptions({ user: "1000:1000", runtime: { commandTimeoutMs: 60_000 } }));
+  t.after(() => box.destroy());
+  const rt = box.runtime;
+  const container = `anvia-sandbox-${box.id}`;
+  await rt.writeFile({ path: "swapper", data: swapperBinary() });
+  await rt.writeTextFile({ path: "d/hostname", text: "the workspace's hostname\n" });
+  await rt.writeTextFile({ path: "d/shadow", text: "the workspace's shadow\n" });
+  const setup = await rt.exec({ command: "sh", args: ["-c", "chmod 755 swapper && ln -s /etc d.link && ls -la /etc/shadow"] });
+  assert.equal(setup.exitCode, 0, Buffer.from(setup.stderr).toString());
+
+  const swapping = rt.exec({ command: "./swapper", args: ["/workspace", String(SWAP_MS)], timeoutMs: SWAP_MS + 30_000 });
+  const stats = { writes: 0, writesRefused: 0, reads: 0, readsRefused: 0, foreign: [] };
+  const deadline = Date.now() + SWAP_MS - 500;
+  const refused = (error) => {
+    if (!(error instanceof DockerSandboxError)) throw error;
+    return error;
+  };
+  let i = 0;
+  while (Date.now() < deadline) {
+    const n = i++;
+    const results = await Promise.allSettled([
+      rt.writeTextFile({ path: `d/escape-${n}`, text: `escape ${n}\n` }),
+      rt.readTextFile({ path: "d/hostname" }),
+      rt.readTextFile({ path: "d/shadow" }),
+    ]);
+    if (results[0].status === "fulfilled") stats.writes++;
+    else refused(results[0].reason) && stats.writesRefused++;
+    for (const [k, want] of [[1, "the workspace's hostname\n"], [2, "the workspace's shadow\n"]]) {
+      const r = results[k];
+      if (r.status === "fulfilled") {
+        stats.reads++;
+        if (r.value !== want) stats.foreign.push(r.value.slice(0, 80));
+      } else {
+        refused(r.reason);
+        stats.readsRefused++;
+      }
+    }
+  }
+  const swapped = await swapping;
+  const [swaps] = Buffer.from(swapped.stdout).toString().trim().split(" ").map(Number);
+  t.diagnostic(`swaps ${swaps}; ${JSON.stringify({ ...stats, foreign: stats.foreign.length })}; transport ${transport ?? "default"}`);
+  assert.ok(swaps > 1000, `the swapper swapped (${swapped.stdout})`);
+  assert.ok(stats.writes + stats.reads > 0, "some calls succeeded while the link was away");
+  // Nothing in the container's /etc, looked at as root, outside the sandbox user's view.
+  const etc = await dockerExec(container, ["sh", "-c", "ls /etc | grep -c '^escape-' || true"]);
+  assert.equal(etc.stdout.trim(), "0", "files written into /etc");
+  assert.deepEqual(stats.foreign, [], "reads that returned a file from outside the workspace");
+});
