@@ -258,10 +258,14 @@ static void run_timers(int64_t now) {
   }
 }
 
-static int file_source_waiting(void) {
+/* Something could be read into the queue right now (a file, a listing, a pipe already
+ * known readable): poll must not sleep. Never while the queue is full: then the wake-up
+ * is stdout becoming writable. */
+static int sources_waiting(void) {
   if (g.out.len >= AG_OUT_HIGH || g.out_broken) return 0;
   for (req_t *r = g.head; r != NULL; r = r->next)
-    if ((r->type == AW_T_READ || r->type == AW_T_LIST) && req_source_ready(r, 0)) return 1;
+    for (int k = 0; k < r->nout; k++)
+      if (!r->finished && req_source_ready(r, k)) return 1;
   return 0;
 }
 
@@ -321,10 +325,7 @@ static void loop(void) {
     }
     int64_t now = now_ms();
     int64_t wait = next_timer(now);
-    if (file_source_waiting()) wait = 0;
-    for (req_t *r = g.head; r != NULL && wait != 0; r = r->next)
-      if (r->type == AW_T_EXEC && req_source_ready(r, 0)) wait = 0;
-      else if (r->type == AW_T_EXEC && req_source_ready(r, 1)) wait = 0;
+    if (sources_waiting()) wait = 0;
     if (wait > 60000) wait = 60000;
     int rc = poll(pfd, (nfds_t)n, (int)wait);
     if (rc < 0 && errno != EINTR) {

@@ -2,6 +2,8 @@
 // when the framing itself is broken, with a connection ERROR and a clean exit (code 3):
 // never a crash, never a sanitizer report (the asan variant), never a hang.
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Agent } from "./lib/agent.js";
 import { tempWorkdir, variants } from "./lib/variants.js";
@@ -194,6 +196,31 @@ for (const v of variants()) {
       await Promise.all(waits.map((w) => w.done));
       for (const w of waits.slice(0, -1)) assert.equal(w.error.kind, "cancelled");
       assert.equal((await a.close()).code, 0);
+    });
+
+    test("descriptor exhaustion: errors of the requests, and the agent goes on", async (t) => {
+      const a = await start({ prefix: ["prlimit", "--nofile=40", "--"] });
+      writeFileSync(join(wd.dir, "f"), "x");
+      const reads = [];
+      for (let i = 0; i < 60; i++) reads.push(a.request((id) => enc.read(id, { path: "f", window: 0 }), { autoCredit: false }));
+      const ex = await a.run({ argv: ["true"] });
+      const list = await a.list("");
+      await sleep(100);
+      const failed = reads.filter((r) => r.finished);
+      assert.ok(failed.length > 0 && failed.length < 60, `${failed.length} of 60 reads failed`);
+      for (const r of failed) {
+        assert.equal(r.error.kind, "resources");
+        assert.equal(r.error.errno, 24); // EMFILE
+      }
+      assert.equal(ex.error?.kind, "resources");
+      // A listing needs one descriptor: it may find the one a failed read gave back.
+      assert.ok(list.error === null || list.error.kind === "resources", list.error?.kind);
+      for (const r of reads) if (!r.finished) a.send(enc.cancel(r.id));
+      await Promise.all(reads.map((r) => r.done));
+      const ok = await a.run({ argv: ["echo", "again"] });
+      assert.equal(ok.text(), "again\n");
+      assert.equal((await a.close()).code, 0);
+      t.diagnostic(`${60 - failed.length} reads held a descriptor, ${failed.length} got EMFILE`);
     });
 
     test("a stream of random bytes: a clean exit, never a crash", async () => {

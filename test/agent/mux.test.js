@@ -8,6 +8,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Agent } from "./lib/agent.js";
+import { cpuTicks } from "./lib/procs.js";
 import { tempWorkdir, variants } from "./lib/variants.js";
 import { dec, enc, S } from "./lib/wire.js";
 
@@ -105,6 +106,37 @@ for (const v of variants()) {
       assert.equal(res.cancelled, true);
       assert.equal(res.outBytes, 10000);
       t.diagnostic(`blocked after ${c2} KiB; agent RSS ${rss} KiB with 21 streams blocked`);
+    });
+
+    test("a host that stops reading: the agent waits without spinning, the command blocks", async () => {
+      const req = agent.exec({ argv: ["cat", "/dev/zero"], window: 64 * 1024 * 1024, autoCredit: false });
+      while (req.bytes[S.OUT] === 0) await req.waitData();
+      agent.child.stdout.pause();
+      await sleep(300);
+      const c0 = cpuTicks(agent.pid);
+      await sleep(500);
+      const used = cpuTicks(agent.pid) - c0;
+      agent.child.stdout.resume();
+      const before = req.bytes[S.OUT];
+      while (req.bytes[S.OUT] < before + 1024 * 1024) await req.waitData();
+      agent.send(enc.cancel(req.id));
+      await req.done;
+      assert.ok(used <= 10, `the agent used ${used * 10} ms of CPU in 500 ms while the host did not read`);
+    });
+
+    test("a LIST with less credit than one record waits without spinning", async () => {
+      writeFileSync(join(wd.dir, "a-long-enough-name-for-one-record"), "");
+      const req = agent.request((id) => enc.list(id, { path: "", window: 10 }), { autoCredit: false });
+      await sleep(200);
+      const c0 = cpuTicks(agent.pid);
+      await sleep(400);
+      const used = cpuTicks(agent.pid) - c0;
+      assert.equal(req.bytes[S.OUT], 0);
+      assert.equal(req.finished, false);
+      assert.ok(used <= 8, `the agent used ${used * 10} ms of CPU in 400 ms`);
+      agent.send(enc.window(req.id, S.OUT, 1 << 20));
+      await req.done;
+      assert.ok(dec.listResult(req.raw).count >= 1);
     });
 
     test("RSS idle and under a stream", async (t) => {

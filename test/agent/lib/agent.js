@@ -104,9 +104,10 @@ export class Req {
 }
 
 export class Agent {
-  static async start(variant, { workdir, heartbeatMs = 0, args = [], env, hostHello = true } = {}) {
+  // prefix: a command the agent runs under (e.g. prlimit).
+  static async start(variant, { workdir, heartbeatMs = 0, args = [], env, hostHello = true, prefix = [] } = {}) {
     const argv = [...(workdir ? ["--workdir", workdir] : []), "--heartbeat-ms", String(heartbeatMs), ...args];
-    const cmd = variant.runner ? [variant.runner, variant.bin, ...argv] : [variant.bin, ...argv];
+    const cmd = [...prefix, ...(variant.runner ? [variant.runner] : []), variant.bin, ...argv];
     const child = spawn(cmd[0], cmd.slice(1), { stdio: ["pipe", "pipe", "pipe"], env: env ?? variant.env });
     const agent = new Agent(child, variant);
     Agent.live.add(agent);

@@ -50,3 +50,10 @@ export function killQuietly(pid, sig = "SIGKILL") {
     process.kill(pid, sig);
   } catch {}
 }
+
+// CPU time (user + system, in clock ticks of 10 ms) a process has used.
+export function cpuTicks(pid) {
+  const s = readFileSync(`/proc/${pid}/stat`, "latin1");
+  const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
+  return Number(f[11]) + Number(f[12]);
+}
