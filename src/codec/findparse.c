@@ -5,10 +5,12 @@
  * Owns: the entries array and each entry's path while parsing; on success both pass to
  * the caller's list_entries_t (list_entries_free), on failure they are freed here.
  *
- * The original, per listing:
- *   output = new TextDecoder("utf-8", { fatal: true }).decode(stdout)  (drops one BOM)
- *   output.split("\n").filter(line => line.length > 0).map(parseFindEntry)
- *   [absolutePath, rawType, rawSize] = line.split("\t")   (missing -> invalid metadata)
+ * The original printed one line per entry ("<path>\t<type>\t<size>\n") and decoded the
+ * whole output strictly, so one name that was not UTF-8 broke the listing of its directory
+ * and a name with a newline or tab could fake entries. Here every field ends with a NUL
+ * (no name can hold one) and each name is decoded on its own, its ill-formed bytes
+ * replaced with U+FFFD (TextDecoder without fatal, BOM kept). The rest is the original's
+ * parseFindEntry:
  *   path = normalizeSandboxPath(path.posix.relative(workdir, absolutePath))
  *   size = Number(rawSize), kept for files when a safe integer >= 0
  */
@@ -179,25 +181,21 @@ void list_entries_free(list_entries_t *e) {
   e->count = 0;
 }
 
-/* One line (non-empty, without its "\n") into `entry`; -1 with err set. */
-static int parse_line(const char *line, size_t len, const char *workdir, size_t workdir_len, list_entry_t *entry,
-                      err_t *err) {
-  const char *end = line + len;
-  const char *tab1 = memchr(line, '\t', len);
-  const char *tab2 = tab1 ? memchr(tab1 + 1, '\t', (size_t)(end - tab1 - 1)) : NULL;
-  if (tab2 == NULL) return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Docker returned invalid file metadata.");
-  const char *type = tab1 + 1, *size = tab2 + 1;
-  const char *size_end = memchr(size, '\t', (size_t)(end - size));
-  if (size_end == NULL) size_end = end;
-
+/* One record's fields into `entry`; -1 with err set. */
+static int parse_record(const char *type, size_t type_len, const char *size, size_t size_len, const uint8_t *path,
+                        size_t path_len, const char *workdir, size_t workdir_len, list_entry_t *entry, err_t *err) {
+  buf_t name;
+  buf_init(&name, 0);
+  if (utf8_decode_lossy(path, path_len, &name) != 0) return err_oom(err);
   size_t rel_len = 0;
-  char *relative = posix_relative_n(workdir, workdir_len, line, (size_t)(tab1 - line), &rel_len);
+  char *relative = posix_relative_n(workdir, workdir_len, name.data ? (const char *)name.data : "", name.len, &rel_len);
+  buf_free(&name);
   if (relative == NULL) return err_oom(err);
-  entry->type = map_type(type, (size_t)(tab2 - type));
+  entry->type = map_type(type, type_len);
   uint64_t n = 0;
   entry->has_size = 0;
   entry->size = 0;
-  if (entry->type == FILE_TYPE_FILE && js_number_size(size, (size_t)(size_end - size), &n)) {
+  if (entry->type == FILE_TYPE_FILE && js_number_size(size, size_len, &n)) {
     entry->has_size = 1;
     entry->size = n;
   }
@@ -210,35 +208,33 @@ int list_parse(const uint8_t *data, size_t len, const char *workdir, list_entrie
   list_entries_t got = {NULL, 0};
   out->items = NULL;
   out->count = 0;
-  if (!utf8_valid(data, len)) {
-    return err_set(err, ERRK_TYPE, "ERR_ENCODING_INVALID_ENCODED_DATA",
-                   "The encoded data was not valid for encoding utf-8");
+  /* Fields end with NUL; three make a record. A cut record is invalid metadata. */
+  size_t fields = 0;
+  for (const uint8_t *p = data, *end = data + len; p < end;) {
+    const uint8_t *nul = memchr(p, 0, (size_t)(end - p));
+    if (nul == NULL) return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Docker returned invalid file metadata.");
+    fields++;
+    p = nul + 1;
   }
-  size_t bom = utf8_bom_len(data, len);
-  const char *text = (const char *)data + bom, *end = (const char *)data + len;
-
-  size_t lines = 0;
-  for (const char *p = text; p < end;) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *line_end = nl ? nl : end;
-    if (line_end > p) lines++;
-    if (nl == NULL) break;
-    p = nl + 1;
-  }
-  if (lines > 0) {
-    got.items = calloc(lines, sizeof(*got.items));
+  if (fields % 3 != 0) return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Docker returned invalid file metadata.");
+  if (fields > 0) {
+    got.items = calloc(fields / 3, sizeof(*got.items));
     if (got.items == NULL) return err_oom(err);
   }
   size_t workdir_len = strlen(workdir);
-  for (const char *p = text; p < end;) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *line_end = nl ? nl : end;
-    if (line_end > p) {
-      if (parse_line(p, (size_t)(line_end - p), workdir, workdir_len, &got.items[got.count], err) < 0) goto fail;
-      got.count++;
-    }
-    if (nl == NULL) break;
-    p = nl + 1;
+  const char *p = (const char *)data;
+  for (size_t r = 0; r < fields / 3; r++) {
+    const char *type = p;
+    size_t type_len = strlen(type); /* each field ends with a NUL (checked above) */
+    const char *size = type + type_len + 1;
+    size_t size_len = strlen(size);
+    const char *path = size + size_len + 1;
+    size_t path_len = strlen(path);
+    p = path + path_len + 1;
+    if (parse_record(type, type_len, size, size_len, (const uint8_t *)path, path_len, workdir, workdir_len,
+                     &got.items[got.count], err) < 0)
+      goto fail;
+    got.count++;
   }
   *out = got;
   return 0;

@@ -3,13 +3,17 @@
  *
  * Owns: nothing; entries' paths are malloc'd and freed by list_entries_free.
  *
- * The listing has one line per direct child: "<absolute path>\t<type>\t<size>". <type>
- * is either GNU find's %y letter (f, d, l, ...) or stat's %F text ("regular file",
- * "regular empty file", "directory", "symbolic link", ...), because images without GNU
- * find (busybox) list through `stat -c`. Parsing follows the original's parseFindEntry:
- * the path is made relative to the workdir and normalized as a sandbox path; size is
- * kept only for files, when it is a safe non-negative integer; a line missing a field is
- * "Docker returned invalid file metadata." (docker_command_failed).
+ * The listing has one record per direct child, three fields each ending with a NUL:
+ * "<type>\0<size>\0<absolute path>\0" (GNU find -printf '%y\0%s\0%p\0', or the shell
+ * loop used on images without GNU find). <type> is find's %y letter (f, d, l, ...) or
+ * stat's %F text ("regular file", "directory", "symbolic link", ...). A name is bytes:
+ * it is decoded on its own with every ill-formed UTF-8 sequence replaced by U+FFFD, so a
+ * name that is not UTF-8 is listed (it cannot be read back by that name) and never breaks
+ * its neighbours; newlines and tabs are ordinary characters. Then the original's
+ * parseFindEntry: the path is made relative to the workdir and normalized as a sandbox
+ * path; size is kept only for files, when it is a safe non-negative integer. Output that
+ * does not end a record (a field without its NUL, a cut record) is "Docker returned
+ * invalid file metadata." (docker_command_failed).
  */
 #ifndef SBX_FINDPARSE_H
 #define SBX_FINDPARSE_H
@@ -36,7 +40,7 @@ typedef struct list_entries {
 /* "file", "directory", "symlink", "other" */
 const char *file_type_name(file_type_t t);
 /*
- * Parses the whole output (split on "\n", empty lines skipped) against `workdir`.
+ * Parses the whole output (records as above) against `workdir`.
  * Returns 0, or -1 with err set; on error `out` holds nothing.
  */
 int list_parse(const uint8_t *data, size_t len, const char *workdir, list_entries_t *out, err_t *err);

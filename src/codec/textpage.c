@@ -159,3 +159,47 @@ void text_page(const uint8_t *text, size_t len, uint64_t start_line, uint64_t li
   out->truncated = has_more;
   out->truncated_by = has_more ? PAGE_TRUNC_LINES : PAGE_TRUNC_NONE;
 }
+
+/* The length of the well-formed sequence starting at s[0..n), or 0 when s[0] starts an
+ * ill-formed one; *bad is then the length of its maximal subpart (at least 1), which the
+ * WHATWG decoder replaces with one U+FFFD. */
+static size_t utf8_seq(const uint8_t *s, size_t n, size_t *bad) {
+  uint8_t c = s[0];
+  *bad = 1;
+  if (c < 0x80) return 1;
+  size_t need;
+  uint8_t lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) need = 1;
+  else if (c >= 0xE0 && c <= 0xEF) {
+    need = 2;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    need = 3;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  for (size_t k = 1; k <= need; k++) {
+    if (k >= n || s[k] < lo || s[k] > hi) {
+      *bad = k; /* the lead and the continuations seen so far */
+      return 0;
+    }
+    lo = 0x80;
+    hi = 0xBF;
+  }
+  return need + 1;
+}
+
+int utf8_decode_lossy(const uint8_t *s, size_t n, buf_t *out) {
+  static const uint8_t replacement[3] = {0xEF, 0xBF, 0xBD};
+  size_t i = 0;
+  while (i < n) {
+    size_t bad = 0, good = utf8_seq(s + i, n - i, &bad);
+    int rc = good ? buf_append(out, s + i, good) : buf_append(out, replacement, sizeof(replacement));
+    if (rc != 0) return -1;
+    i += good ? good : bad;
+  }
+  return 0;
+}

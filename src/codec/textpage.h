@@ -17,8 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
+
 /* 1 when `data` is well-formed UTF-8 by the WHATWG decoder's fatal rules. */
 int utf8_valid(const uint8_t *data, size_t len);
+/* Appends `s` to `out` as the WHATWG UTF-8 decoder without fatal reads it: every
+ * ill-formed sequence (its maximal subpart) becomes U+FFFD, a BOM is kept. 0, or -1 when
+ * out of memory. */
+int utf8_decode_lossy(const uint8_t *s, size_t n, buf_t *out);
 /* Length of a leading UTF-8 BOM (3) or 0. */
 size_t utf8_bom_len(const uint8_t *data, size_t len);
 

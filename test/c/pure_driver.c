@@ -110,28 +110,37 @@ static void fixed_text(void) {
 }
 
 static void fixed_listing(void) {
-  const char *out = "\xEF\xBB\xBF/workspace/a\tf\t12\n\n/workspace/d\tdirectory\t4096\n/workspace/e\tregular empty file\t 0 \n";
+  /* NUL-separated records: type, size, path. */
+  static const char out[] = "f\0" "12\0" "/workspace/a\0"
+                            "directory\0" "4096\0" "/workspace/d\0"
+                            "regular empty file\0" " 0 \0" "/workspace/e\0"
+                            "f\0" "1\0" "/workspace/new\nline\0";
   list_entries_t e;
   err_t err;
   err_init(&err);
-  int rc = list_parse((const uint8_t *)out, strlen(out), "/workspace", &e, &err);
+  int rc = list_parse((const uint8_t *)out, sizeof(out) - 1, "/workspace", &e, &err);
   check_int("listing rc", rc, 0);
   if (rc == 0) {
-    check_int("listing count", (long long)e.count, 3);
+    check_int("listing count", (long long)e.count, 4);
     check_int("listing size", (long long)e.items[0].size, 12);
     check_int("listing dir", e.items[1].type, FILE_TYPE_DIRECTORY);
     check_int("listing dir size", e.items[1].has_size, 0);
     check_int("listing empty file", e.items[2].has_size && e.items[2].size == 0, 1);
+    check_int("listing newline in a name", strcmp(e.items[3].path, "new\nline") == 0, 1);
     list_entries_free(&e);
   }
-  rc = list_parse((const uint8_t *)"/workspace/a\tf\n", 15, "/workspace", &e, &err);
-  check_int("listing missing field", rc == -1 && strcmp(err.message, "Docker returned invalid file metadata.") == 0, 1);
+  static const char cut[] = "f\0" "1\0" "/workspace/a";
+  rc = list_parse((const uint8_t *)cut, sizeof(cut) - 1, "/workspace", &e, &err);
+  check_int("listing cut record", rc == -1 && strcmp(err.message, "Docker returned invalid file metadata.") == 0, 1);
   err_clear(&err);
-  rc = list_parse((const uint8_t *)"/workspace/a\tf\t1\n/workspace\td\t0\n", 31, "/workspace", &e, &err);
+  static const char self[] = "d\0" "0\0" "/workspace\0";
+  rc = list_parse((const uint8_t *)self, sizeof(self) - 1, "/workspace", &e, &err);
   check_int("listing workdir itself", rc == -1 && strcmp(err.message, "Sandbox path cannot be empty.") == 0, 1);
   err_clear(&err);
-  rc = list_parse((const uint8_t *)"\xFF", 1, "/workspace", &e, &err);
-  check_int("listing invalid utf8", rc == -1 && err.kind == ERRK_TYPE, 1);
+  static const char bad[] = "f\0" "1\0" "/workspace/\xFF\0";
+  rc = list_parse((const uint8_t *)bad, sizeof(bad) - 1, "/workspace", &e, &err);
+  check_int("listing invalid utf8 replaced", rc == 0 && e.count == 1 && strcmp(e.items[0].path, "\xEF\xBF\xBD") == 0, 1);
+  if (rc == 0) list_entries_free(&e);
   err_clear(&err);
 
   uint64_t n = 0;

@@ -1,12 +1,13 @@
 /*
  * fuzz_findparse.c - the directory listing printed inside the container
- * (src/findparse.c: list_parse, and js_number_size through it).
+ * (src/codec/findparse.c: list_parse, and js_number_size through it).
  *
  * Input: the listed directory (absolute, as the sandbox's workdir joined with the
- * requested path), a NUL, then the command's stdout ("<path>\t<type>\t<size>" lines from
- * `find -printf` or `stat -c`). Without a NUL, or with a relative first part, the whole
- * input is the listing of "/workspace". Every entry parsed is a sandbox path (relative,
- * no "..", not "."), and only files carry a size, a safe integer.
+ * requested path), a newline, then the command's stdout ("<type>\0<size>\0<path>\0"
+ * records from `find -printf` or the shell loop). Without a newline before the first NUL,
+ * or with a relative first part, the whole input is the listing of "/workspace". Every
+ * entry parsed is a sandbox path (relative, no "..", not "."), valid UTF-8, and only files
+ * carry a size, a safe integer.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "base/err.h"
 #include "codec/findparse.h"
+#include "codec/textpage.h"
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -22,7 +24,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *workdir;
   const uint8_t *listing;
   size_t listing_len;
-  if (fuzz_split_nul(data, size, &head_len, &rest, &rest_len) && head_len > 0 && data[0] == '/') {
+  const uint8_t *nl = memchr(data, '\n', size);
+  if (nl != NULL && nl > data && data[0] == '/' && memchr(data, 0, (size_t)(nl - data)) == NULL) {
+    head_len = (size_t)(nl - data);
+    rest = nl + 1;
+    rest_len = size - head_len - 1;
     workdir = fuzz_strndup(data, head_len);
     listing = rest;
     listing_len = rest_len;
@@ -48,6 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       FUZZ_CHECK(strcmp(e->path, ".") != 0 && strcmp(e->path, "..") != 0 && strncmp(e->path, "../", 3) != 0 &&
                      strstr(e->path, "/../") == NULL,
                  "entry %zu path \"%s\"", i, e->path);
+      FUZZ_CHECK(utf8_valid((const uint8_t *)e->path, strlen(e->path)), "entry %zu path not UTF-8", i);
       FUZZ_CHECK(e->type >= FILE_TYPE_FILE && e->type <= FILE_TYPE_OTHER, "type %d", (int)e->type);
       FUZZ_CHECK(!e->has_size || (e->type == FILE_TYPE_FILE && e->size <= 9007199254740991ull),
                  "entry %zu size %llu for type %d", i, (unsigned long long)e->size, (int)e->type);

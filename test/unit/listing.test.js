@@ -1,10 +1,10 @@
-// The directory listing parser, checked against the original package's listFiles parsing
-// (strict decode, split on "\n", parseFindEntry) extended with stat's %F type words.
+// The directory listing parser: NUL-separated records (no name can break or fake the
+// listing), each name decoded on its own, then the original package's parseFindEntry,
+// extended with stat's %F type words.
 import assert from "node:assert/strict";
 import path from "node:path";
 import { before, describe, test } from "node:test";
 
-import { decodeUtf8 } from "../../lib/errors.js";
 import native, { DockerSandboxError } from "../helpers/native.js";
 
 // The original (seed: dist/index.js).
@@ -26,8 +26,8 @@ function normalizeSandboxPath(input, options = {}) {
   }
   return normalized;
 }
-function parseFindEntry(line, workdir) {
-  const [absolutePath, rawType, rawSize] = line.split("\t");
+// The original's parseFindEntry, taking the fields the line held.
+function parseFindEntry([absolutePath, rawType, rawSize], workdir) {
   if (absolutePath === void 0 || rawType === void 0 || rawSize === void 0) {
     throw new DockerSandboxError("Docker returned invalid file metadata.", "docker_command_failed");
   }
@@ -47,13 +47,33 @@ function mapFindType(value) {
   if (value === "l" || value === "symbolic link") return "symlink";
   return "other";
 }
-function originalListing(bytes, workdir) {
-  const output = decodeUtf8(bytes);
-  return output
-    .split("\n")
-    .filter((line) => line.length > 0)
-    .map((line) => parseFindEntry(line, workdir));
+// The original decoded the whole output strictly and split it into lines; one bad name
+// broke the listing and a name with a newline or tab faked entries. The listing is now
+// NUL-separated records, "<type>\0<size>\0<path>\0", each name decoded on its own with
+// ill-formed UTF-8 replaced (TextDecoder without fatal, BOM kept); the rest is the
+// original's parseFindEntry.
+const lossy = new TextDecoder("utf-8", { ignoreBOM: true });
+function referenceListing(bytes, workdir) {
+  const buf = Buffer.from(bytes);
+  const fields = [];
+  let start = 0;
+  for (let i = 0; i < buf.length; i++) {
+    if (buf[i] === 0) {
+      fields.push(buf.subarray(start, i));
+      start = i + 1;
+    }
+  }
+  if (start !== buf.length || fields.length % 3 !== 0) {
+    throw new DockerSandboxError("Docker returned invalid file metadata.", "docker_command_failed");
+  }
+  const entries = [];
+  for (let i = 0; i < fields.length; i += 3) {
+    const [type, size, path] = fields.slice(i, i + 3).map((f) => lossy.decode(f));
+    entries.push(parseFindEntry([path, type, size], workdir));
+  }
+  return entries;
 }
+const record = (path, type, size) => `${type}\0${size}\0${path}\0`;
 
 function outcome(fn) {
   try {
@@ -81,7 +101,7 @@ function rng(seed) {
 
 function both(input, workdir = "/workspace") {
   const bytes = typeof input === "string" ? Buffer.from(input) : input;
-  return [outcome(() => native.parseListing(bytes, workdir)), outcome(() => originalListing(bytes, workdir))];
+  return [outcome(() => native.parseListing(bytes, workdir)), outcome(() => referenceListing(bytes, workdir))];
 }
 
 before(() => {
@@ -91,10 +111,10 @@ before(() => {
 });
 
 describe("parseListing", () => {
-  test("GNU find -printf '%p\\t%y\\t%s\\n' output", () => {
+  test("GNU find -printf '%y\\0%s\\0%p\\0' output", () => {
     const output =
-      "/workspace/a.txt\tf\t12\n/workspace/dir\td\t4096\n/workspace/link\tl\t7\n/workspace/fifo\tp\t0\n" +
-      "/workspace/sock\ts\t0\n/workspace/empty\tf\t0\n";
+      record("/workspace/a.txt", "f", 12) + record("/workspace/dir", "d", 4096) + record("/workspace/link", "l", 7) +
+      record("/workspace/fifo", "p", 0) + record("/workspace/sock", "s", 0) + record("/workspace/empty", "f", 0);
     const [got, want] = both(output);
     assert.deepEqual(got, want);
     assert.deepEqual(got.value, [
@@ -107,69 +127,77 @@ describe("parseListing", () => {
     ]);
   });
 
-  test("busybox stat -c '%n\\t%F\\t%s' output", () => {
+  test("the shell loop's output (images without GNU find)", () => {
     const output =
-      "/workspace/a.txt\tregular file\t12\n/workspace/empty\tregular empty file\t0\n" +
-      "/workspace/dir\tdirectory\t4096\n/workspace/link\tsymbolic link\t7\n/workspace/sock\tsocket\t0\n" +
-      "/workspace/fifo\tfifo\t0\n/workspace/dev\tcharacter special file\t0\n";
+      record("/workspace/a.txt", "f", 12) + record("/workspace/dir", "d", "") + record("/workspace/link", "l", "") +
+      record("/workspace/sock", "o", "");
     const [got, want] = both(output);
     assert.deepEqual(got, want);
     assert.deepEqual(got.value, [
       { path: "a.txt", type: "file", size: 12 },
-      { path: "empty", type: "file", size: 0 },
       { path: "dir", type: "directory" },
       { path: "link", type: "symlink" },
       { path: "sock", type: "other" },
-      { path: "fifo", type: "other" },
-      { path: "dev", type: "other" },
+    ]);
+  });
+
+  test("names with a newline, a tab or a fake record inside are one entry each", () => {
+    const output =
+      record("/workspace/new\nline", "f", 1) + record("/workspace/a\tb", "f", 2) +
+      record("/workspace/x\n/workspace/fake\tf\t9", "f", 3);
+    const [got, want] = both(output);
+    assert.deepEqual(got, want);
+    assert.deepEqual(got.value.map((e) => e.path), ["new\nline", "a\tb", "x\n/workspace/fake\tf\t9"]);
+  });
+
+  test("a name that is not UTF-8 is listed with U+FFFD and does not break its neighbours", () => {
+    const output = Buffer.concat([
+      Buffer.from(record("/workspace/a", "f", 1)),
+      Buffer.from("f\x001\x00/workspace/"),
+      Uint8Array.of(0xff, 0xc3, 0x41, 0xed, 0xa0, 0x80, 0xe2, 0x82),
+      Buffer.from("\x00"),
+      Buffer.from(record("/workspace/b", "d", "")),
+    ]);
+    const [got, want] = both(output);
+    assert.deepEqual(got, want);
+    assert.deepEqual(got.value, [
+      { path: "a", type: "file", size: 1 },
+      { path: "\ufffd\ufffdA\ufffd\ufffd\ufffd\ufffd", type: "file", size: 1 },
+      { path: "b", type: "directory" },
     ]);
   });
 
   const table = [
     ["empty output", ""],
-    ["only newlines", "\n\n\n"],
-    ["empty lines between entries", "\n/workspace/a\tf\t1\n\n\n/workspace/b\td\t2\n\n"],
-    ["no final newline", "/workspace/a\tf\t1"],
-    ["missing size", "/workspace/a\tf\n"],
-    ["missing type and size", "/workspace/a\n"],
-    ["missing fields after good lines", "/workspace/a\tf\t1\n/workspace/b\n"],
-    ["a line of only CR", "\r\n"],
-    ["a line of only tabs", "\t\t\n"],
-    ["extra fields are ignored", "/workspace/a\tf\t12\textra\tmore\n"],
-    ["CRLF line ends: the CR is whitespace in the size", "/workspace/a\tf\t12\r\n/workspace/b\td\t1\r\n"],
-    ["empty size is 0", "/workspace/a\tf\t\n"],
-    ["whitespace size is 0", "/workspace/a\tf\t  \n"],
-    ["size with spaces", "/workspace/a\tf\t 42 \n"],
-    ["size with a non-breaking space", "/workspace/a\tf\t\u00a042\u3000\n"],
-    ["hex size", "/workspace/a\tf\t0x1F\n"],
-    ["exponent size", "/workspace/a\tf\t1e3\n"],
-    ["fractional size", "/workspace/a\tf\t1.5\n"],
-    ["integral fraction", "/workspace/a\tf\t12.000\n"],
-    ["negative size", "/workspace/a\tf\t-1\n"],
-    ["largest safe size", "/workspace/a\tf\t9007199254740991\n"],
-    ["unsafe size", "/workspace/a\tf\t9007199254740992\n"],
-    ["size rounding down to safe", "/workspace/a\tf\t9007199254740991.4\n"],
-    ["word size", "/workspace/a\tf\tabc\n"],
-    ["Infinity size", "/workspace/a\tf\tInfinity\n"],
-    ["size of a directory is dropped", "/workspace/d\td\t4096\n"],
-    ["size of a symlink is dropped", "/workspace/l\tsymbolic link\t9\n"],
-    ["nested path", "/workspace/a/b/c.txt\tf\t1\n"],
-    ["non-ASCII names", "/workspace/é😀 x\tf\t3\n/workspace/日本\td\t0\n"],
-    ["backslash in a name becomes a slash", "/workspace/a\\b\tf\t1\n"],
-    ["dot segments in the path", "/workspace/./a/../b\tf\t1\n"],
-    ["trailing slash", "/workspace/dir/\td\t0\n"],
-    ["path equal to the workdir", "/workspace\td\t4096\n"],
-    ["path equal to the workdir with a slash", "/workspace/\td\t4096\n"],
-    ["path equal to the workdir after good lines", "/workspace/a\tf\t1\n/workspace\td\t0\n"],
-    ["path outside the workdir", "/etc/passwd\tf\t1\n"],
-    ["path of a sibling with the same prefix", "/workspaces/a\tf\t1\n"],
-    ["relative path", "a\tf\t1\n"],
-    ["empty path", "\tf\t1\n"],
-    ["NUL in a path", "/workspace/a\0b\tf\t1\n"],
-    ["NUL in a size", "/workspace/a\tf\t1\0\n"],
-    ["type words are exact", "/workspace/a\tF\t1\n/workspace/b\tregular  file\t1\n/workspace/c\tf \t1\n"],
-    ["leading BOM is dropped by the strict decoder", "\uFEFF/workspace/a\tf\t1\n"],
-    ["a BOM later is kept", "/workspace/a\tf\t1\n\uFEFF/workspace/b\tf\t1\n"],
+    ["a record without its last NUL", "f\x001\x00/workspace/a"],
+    ["a cut record", "f\x001\x00"],
+    ["one field", "f\x00"],
+    ["four fields", "f\x001\x00/workspace/a\x00x\x00"],
+    ["empty size is 0", record("/workspace/a", "f", "")],
+    ["whitespace size is 0", record("/workspace/a", "f", "  ")],
+    ["size with spaces", record("/workspace/a", "f", " 42 ")],
+    ["size with a non-breaking space", record("/workspace/a", "f", "\u00a042\u3000")],
+    ["hex size", record("/workspace/a", "f", "0x1F")],
+    ["exponent size", record("/workspace/a", "f", "1e3")],
+    ["fractional size", record("/workspace/a", "f", "1.5")],
+    ["negative size", record("/workspace/a", "f", "-1")],
+    ["largest safe size", record("/workspace/a", "f", "9007199254740991")],
+    ["unsafe size", record("/workspace/a", "f", "9007199254740992")],
+    ["word size", record("/workspace/a", "f", "abc")],
+    ["size of a directory is dropped", record("/workspace/d", "d", "4096")],
+    ["size of a symlink is dropped", record("/workspace/l", "symbolic link", "9")],
+    ["nested path", record("/workspace/a/b/c.txt", "f", 1)],
+    ["non-ASCII names", record("/workspace/é😀 x", "f", 3) + record("/workspace/日本", "d", 0)],
+    ["backslash in a name becomes a slash", record("/workspace/a\\b", "f", 1)],
+    ["dot segments in the path", record("/workspace/./a/../b", "f", 1)],
+    ["trailing slash", record("/workspace/dir/", "d", 0)],
+    ["path equal to the workdir", record("/workspace", "d", 4096)],
+    ["path outside the workdir", record("/etc/passwd", "f", 1)],
+    ["path of a sibling with the same prefix", record("/workspaces/a", "f", 1)],
+    ["relative path", record("a", "f", 1)],
+    ["empty path", record("", "f", 1)],
+    ["type words are exact", record("/workspace/a", "F", 1) + record("/workspace/b", "regular  file", 1)],
+    ["a BOM in a name is kept", record("\uFEFF/workspace/a", "f", 1) + record("/workspace/\uFEFFb", "f", 1)],
   ];
   for (const [name, output] of table) {
     test(name, () => {
@@ -179,23 +207,23 @@ describe("parseListing", () => {
   }
 
   test("other workdirs", () => {
-    const output = "/workspace/a\tf\t1\n/home/user/x\td\t0\n/\td\t0\n/home/user/\td\t0\n";
+    const records = [record("/workspace/a", "f", 1), record("/home/user/x", "d", 0), record("/", "d", 0)];
     for (const workdir of ["/workspace/", "/home/user", "/", "/home//user/."]) {
-      for (const line of output.split("\n")) {
-        const [got, want] = both(line, workdir);
-        assert.deepEqual(got, want, `${JSON.stringify(line)} in ${workdir}`);
+      for (const r of records) {
+        const [got, want] = both(r, workdir);
+        assert.deepEqual(got, want, `${JSON.stringify(r)} in ${workdir}`);
       }
     }
   });
 
-  test("errors carry the original's class, code and message", () => {
-    assert.throws(() => native.parseListing(Buffer.from("/workspace/a\tf\n"), "/workspace"), (error) => {
+  test("errors carry the class, code and message", () => {
+    assert.throws(() => native.parseListing(Buffer.from("f\x001\x00"), "/workspace"), (error) => {
       assert.ok(error instanceof DockerSandboxError);
       assert.equal(error.code, "docker_command_failed");
       assert.equal(error.message, "Docker returned invalid file metadata.");
       return true;
     });
-    assert.throws(() => native.parseListing(Buffer.from("/workspace\td\t0\n"), "/workspace"), (error) => {
+    assert.throws(() => native.parseListing(Buffer.from(record("/workspace", "d", 0)), "/workspace"), (error) => {
       assert.ok(error instanceof DockerSandboxError);
       assert.equal(error.code, "invalid_path");
       assert.equal(error.message, "Sandbox path cannot be empty.");
@@ -203,50 +231,28 @@ describe("parseListing", () => {
     });
   });
 
-  test("invalid UTF-8 is the strict decoder's TypeError", () => {
-    const invalid = [
-      Uint8Array.of(0xff),
-      Buffer.concat([Buffer.from("/workspace/a\tf\t1\n/workspace/"), Uint8Array.of(0xc3), Buffer.from("\tf\t1\n")]),
-      Buffer.concat([Buffer.from("/workspace/a\tf\t1\n"), Uint8Array.of(0xed, 0xa0, 0x80)]),
-      Buffer.concat([Buffer.from("/workspace/a\tf\t1"), Uint8Array.of(0xe2, 0x82)]),
-    ];
-    for (const bytes of invalid) {
-      const [got, want] = both(bytes);
-      assert.deepEqual(got, want);
-      assert.throws(() => native.parseListing(bytes, "/workspace"), {
-        name: "TypeError",
-        code: "ERR_ENCODING_INVALID_ENCODED_DATA",
-        message: "The encoded data was not valid for encoding utf-8",
-      });
-    }
-  });
-
   test("size -0 is kept (as 0; the original keeps -0)", () => {
-    const [entry] = native.parseListing(Buffer.from("/workspace/a\tf\t-0\n"), "/workspace");
+    const [entry] = native.parseListing(Buffer.from(record("/workspace/a", "f", "-0")), "/workspace");
     assert.equal(entry.size, 0);
   });
 
   test("randomized: 20000 generated listings", () => {
     const next = rng(2718);
     const pick = (items) => items[Math.floor(next() * items.length)];
-    const names = ["a", "b.txt", "é", "😀", ".hidden", "..", ".", "a b", "x\\y", "d/e", "", "a\0"];
+    const names = ["a", "b.txt", "é", "😀", ".hidden", "..", ".", "a b", "x\\y", "d/e", "", "new\nline", "t\tab", "\udcff"];
     const prefixes = ["/workspace/", "/workspace", "/workspaces/", "/", "/etc/", "", "rel/", "/workspace/./", "//workspace/"];
-    const types = ["f", "d", "l", "p", "s", "", "F", "regular file", "regular empty file", "directory", "symbolic link", "socket"];
+    const types = ["f", "d", "l", "p", "s", "o", "", "F", "regular file", "directory", "symbolic link", "socket"];
     const sizes = ["0", "12", " 7 ", "", "x", "1e2", "0x1f", "0b11", "0o17", "9007199254740993", "1.0", "1.5", "-3", "\r", "+5", ".5e1"];
     for (let i = 0; i < 20000; i++) {
-      const lines = [];
+      const parts = [];
       const count = Math.floor(next() * 5);
-      for (let j = 0; j < count; j++) {
-        const fields = [pick(prefixes) + pick(names), pick(types), pick(sizes)];
-        const kept = next() < 0.05 ? Math.floor(next() * 3) : next() < 0.05 ? 4 : 3;
-        if (kept === 4) fields.push("extra");
-        lines.push(fields.slice(0, kept).join("\t"));
-      }
-      let output = lines.join(next() < 0.2 ? "\n\n" : "\n");
-      if (next() < 0.5) output += "\n";
+      for (let j = 0; j < count; j++) parts.push(Buffer.from(record(pick(prefixes) + pick(names), pick(types), pick(sizes))));
+      if (next() < 0.05) parts.push(Uint8Array.of(0x66, 0, 0xff, 0)); // a cut record
+      if (next() < 0.1) parts.push(Buffer.concat([Buffer.from("f\x001\x00/workspace/"), Uint8Array.of(0x80 + Math.floor(next() * 0x7f)), Buffer.from("\x00")]));
       const workdir = pick(["/workspace", "/workspace/", "/"]);
-      const [got, want] = both(output, workdir);
-      assert.deepEqual(got, want, `${JSON.stringify(output)} in ${workdir}`);
+      const bytes = Buffer.concat(parts);
+      const [got, want] = both(bytes, workdir);
+      assert.deepEqual(got, want, `${JSON.stringify(bytes.toString("latin1"))} in ${workdir}`);
     }
   });
 });
