@@ -55,3 +55,36 @@ int sandbox_id_valid(const char *id) {
   }
   return 1;
 }
+
+typedef struct spec_entry {
+  const char *path;
+  int is_file;
+} spec_entry_t;
+
+static int cmp_entry(const void *a, const void *b) {
+  return strcmp(((const spec_entry_t *)a)->path, ((const spec_entry_t *)b)->path);
+}
+
+int spec_find_conflict(const create_opts_t *o, const char **path) {
+  size_t n = o->ndirs + o->nfiles;
+  *path = NULL;
+  if (o->nfiles == 0) return 0;
+  spec_entry_t *all = malloc(n * sizeof(*all));
+  if (all == NULL) return -1;
+  for (size_t i = 0; i < o->ndirs; i++) all[i] = (spec_entry_t){o->dirs[i], 0};
+  for (size_t i = 0; i < o->nfiles; i++) all[o->ndirs + i] = (spec_entry_t){o->files[i].path, 1};
+  qsort(all, n, sizeof(*all), cmp_entry);
+  /* Sorted, a file's twin sits next to it, and the first path below it ("f/...") comes
+   * after the paths that share its name as a prefix with a smaller next byte ("f-x", "f.x"):
+   * look at the following entries until one no longer starts with the file's path. */
+  for (size_t i = 0; i < n && *path == NULL; i++) {
+    if (!all[i].is_file) continue;
+    const char *f = all[i].path;
+    size_t flen = strlen(f);
+    if (i > 0 && strcmp(all[i - 1].path, f) == 0) *path = f;
+    for (size_t j = i + 1; j < n && *path == NULL && strncmp(all[j].path, f, flen) == 0; j++)
+      if (all[j].path[flen] == 0 || all[j].path[flen] == '/') *path = f;
+  }
+  free(all);
+  return *path != NULL;
+}

@@ -79,6 +79,10 @@ typedef struct create_opts {
 
 void create_opts_free(create_opts_t *o);
 void kv_list_free(kv_list_t *l);
+/* Whether an initial file is also a directory (named in `directories`, or the parent of
+ * another entry): 1 with *path set to that file's path, 0 when none is, -1 when out of
+ * memory. O(n log n). */
+int spec_find_conflict(const create_opts_t *o, const char **path);
 /* The original's id pattern: /^[a-z0-9](?:[a-z0-9_.-]{0,62})$/ */
 int sandbox_id_valid(const char *id);
 

@@ -650,6 +650,13 @@ napi_value client_js_prepare_create(napi_env env, napi_callback_info info) {
   engine_ref(c->eng);
   if (create_opts_read(env, argc > 1 ? argv[1] : nu_undefined(env), &op->o, &err) != 0)
     return op_prepared(&op->op, &err);
+  /* A file that is also a directory (listed in `directories`, or the parent of another
+   * entry) cannot be written: said clearly, before anything is made. */
+  const char *conflict = NULL;
+  int rc = spec_find_conflict(&op->o, &conflict);
+  if (rc < 0) err_oom(&err);
+  else if (rc > 0) err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Sandbox path names a directory, not a file: %s", conflict);
+  if (rc != 0) return op_prepared(&op->op, &err);
   op->container_name = container_name_for(op->o.id);
   if (op->o.ws_ephemeral) {
     char uuid[37];

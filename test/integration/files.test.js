@@ -432,6 +432,32 @@ test("listFiles: direct children with path, type and size, on a GNU and a busybo
   await Promise.all([check("bookworm", gnu), check("busybox", busybox)]);
 });
 
+test("listFiles: names with a newline, a tab, a fake record or bytes that are not UTF-8 are one entry each", async (t) => {
+  const [gnu, busybox] = await Promise.all([
+    client.createSandbox(baseOptions()),
+    client.createSandbox(baseOptions({ image: BUSYBOX_IMAGE })),
+  ]);
+  t.after(() => Promise.allSettled([gnu.destroy(), busybox.destroy()]));
+  // printf builds the names inside the container: \n, \t, and the bytes ff c3 (not UTF-8).
+  const script =
+    'mkdir odd && cd odd && printf 1 > "$(printf "new\\nline")" && printf 22 > "$(printf "a\\tb")" && ' +
+    'printf 333 > "$(printf "x\\nfake\\tf\\t9")" && printf 4444 > "$(printf "\\377\\303bad")" && ' +
+    "printf 55555 > plain.txt && mkdir sub";
+  const want = [
+    { path: "odd/\ufffd\ufffdbad", type: "file", size: 4 },
+    { path: "odd/a\tb", type: "file", size: 2 },
+    { path: "odd/new\nline", type: "file", size: 1 },
+    { path: "odd/plain.txt", type: "file", size: 5 },
+    { path: "odd/sub", type: "directory" },
+    { path: "odd/x\nfake\tf\t9", type: "file", size: 3 },
+  ];
+  for (const [label, box] of [["bookworm", gnu], ["busybox", busybox]]) {
+    const made = await box.runtime.exec({ command: "sh", args: ["-c", script] });
+    assert.equal(made.exitCode, 0, `${label}: ${Buffer.from(made.stderr).toString()}`);
+    assert.deepEqual(byPath(await box.runtime.listFiles({ path: "odd" })), byPath(want), label);
+  }
+});
+
 for (const [user, ids] of [
   ["1000:1000", "1000:1000"],
   ["nobody", "65534:65534"],
@@ -470,3 +496,20 @@ for (const [user, ids] of [
     assert.equal(await rt.readTextFile({ path: "notes/deep/own.txt" }), "api");
   });
 }
+
+test("writing a file onto an existing directory: a clear error naming the path, root or not", async (t) => {
+  const user = await client.createSandbox(baseOptions({ user: "1000:1000" }));
+  t.after(() => user.destroy());
+  for (const [label, rt] of [["root", sandbox.runtime], ["1000:1000", user.runtime]]) {
+    await rt.writeTextFile({ path: "ontodir/inner/keep.txt", text: "kept" });
+    for (const path of ["ontodir", "ontodir/inner"]) {
+      await assert.rejects(rt.writeTextFile({ path, text: "x" }), (error) => {
+        assert.ok(error instanceof DockerSandboxError, `${label}: ${error}`);
+        assert.equal(error.code, "docker_command_failed", label);
+        assert.equal(error.message, `Sandbox path names a directory, not a file: ${path}`, label);
+        return true;
+      });
+    }
+    assert.equal(await rt.readTextFile({ path: "ontodir/inner/keep.txt" }), "kept", label);
+  }
+});
