@@ -237,7 +237,8 @@ static void dispatch(const aw_header_t *h, const uint8_t *p) {
   case AW_T_HOST_HELLO: fatal_protocol("HOST_HELLO sent twice", AW_ERR_TYPE); return;
   case AW_T_PING: {
     int rc = aw_dec_ping(p, h->len);
-    if (rc != AW_OK) send_error_simple(h->id, AW_E_LIMIT, 0, "PING payload over 64 bytes");
+    if (rc != AW_OK && h->id == 0) fatal_protocol("PING", AW_ERR_LIMIT); /* an ERROR with id 0 ends the connection */
+    else if (rc != AW_OK) send_error_simple(h->id, AW_E_LIMIT, 0, "PING payload over 64 bytes");
     else send_pong(h->id, p, h->len);
     return;
   }

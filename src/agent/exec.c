@@ -60,12 +60,15 @@ typedef struct spawn {
   void *block;
 } spawn_t;
 
+/* What the child writes to the report pipe when it cannot become the command: this
+ * header, then `path_len` bytes of the path it last tried to execute. */
 typedef struct spawn_report {
   uint8_t stage;
   uint8_t searched;
-  uint8_t pad[2];
+  uint16_t path_len;
   int32_t err;
 } spawn_report_t;
+#define REPORT_PATH_MAX 4096
 
 /* Copies of argv and the merged environment, in one allocation. */
 static int spawn_build(const aw_exec_req_t *m, spawn_t *s, ag_err_t *e) {
@@ -124,10 +127,15 @@ static int spawn_build(const aw_exec_req_t *m, spawn_t *s, ag_err_t *e) {
   return 0;
 }
 
-static void child_report(int fd, uint8_t stage, int err, int searched) __attribute__((noreturn));
-static void child_report(int fd, uint8_t stage, int err, int searched) {
-  spawn_report_t rep = {stage, (uint8_t)searched, {0, 0}, err};
-  ssize_t w = write(fd, &rep, sizeof(rep));
+static void child_report(int fd, uint8_t stage, int err, int searched, const char *path) __attribute__((noreturn));
+static void child_report(int fd, uint8_t stage, int err, int searched, const char *path) {
+  char buf[sizeof(spawn_report_t) + REPORT_PATH_MAX];
+  size_t plen = path ? strlen(path) : 0;
+  if (plen > REPORT_PATH_MAX) plen = 0;
+  spawn_report_t rep = {stage, (uint8_t)searched, (uint16_t)plen, err};
+  memcpy(buf, &rep, sizeof(rep));
+  if (plen) memcpy(buf + sizeof(rep), path, plen);
+  ssize_t w = write(fd, buf, sizeof(rep) + plen);
   (void)w;
   _exit(127);
 }
@@ -135,8 +143,9 @@ static void child_report(int fd, uint8_t stage, int err, int searched) {
 /* The child between fork and exec: async-signal-safe calls only. */
 static void child_run(const spawn_t *s, int in_fd, int out_fd, int err_fd, int rep_fd) __attribute__((noreturn));
 static void child_run(const spawn_t *s, int in_fd, int out_fd, int err_fd, int rep_fd) {
-  if (setsid() < 0) child_report(rep_fd, AW_STAGE_SETUP, errno, 0);
-  if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) child_report(rep_fd, AW_STAGE_SETUP, errno, 0);
+  if (setsid() < 0) child_report(rep_fd, AW_STAGE_SETUP, errno, 0, NULL);
+  if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
+    child_report(rep_fd, AW_STAGE_SETUP, errno, 0, NULL);
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
   sa.sa_handler = SIG_DFL;
@@ -147,17 +156,17 @@ static void child_run(const spawn_t *s, int in_fd, int out_fd, int err_fd, int r
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
-  if (chdir(s->cwd) < 0) child_report(rep_fd, AW_STAGE_CWD, errno, 0);
+  if (chdir(s->cwd) < 0) child_report(rep_fd, AW_STAGE_CWD, errno, 0, s->cwd);
   const char *file = s->argv[0];
   if (strchr(file, '/') != NULL) {
     execve(file, s->argv, s->envp);
-    child_report(rep_fd, AW_STAGE_EXEC, errno, 0);
+    child_report(rep_fd, AW_STAGE_EXEC, errno, 0, file);
   }
   /* Search PATH as Go's exec.LookPath does for runc: the first entry that execs wins;
    * entries that are missing or not executable are skipped; nothing found is ENOENT. */
   size_t flen = strlen(file);
   char buf[8192];
-  if (flen + 2 > sizeof(buf)) child_report(rep_fd, AW_STAGE_EXEC, ENAMETOOLONG, 1);
+  if (flen + 2 > sizeof(buf)) child_report(rep_fd, AW_STAGE_EXEC, ENAMETOOLONG, 1, NULL);
   const char *p = s->path;
   for (;;) {
     const char *colon = strchr(p, ':');
@@ -176,12 +185,12 @@ static void child_run(const spawn_t *s, int in_fd, int out_fd, int err_fd, int r
       execve(buf, s->argv, s->envp);
       int err = errno;
       if (err != ENOENT && err != ENOTDIR && err != EACCES && err != ELOOP && err != ENAMETOOLONG)
-        child_report(rep_fd, AW_STAGE_EXEC, err, 1);
+        child_report(rep_fd, AW_STAGE_EXEC, err, 1, buf); /* found, but it would not run */
     }
     if (!colon) break;
     p = colon + 1;
   }
-  child_report(rep_fd, AW_STAGE_EXEC, ENOENT, 1);
+  child_report(rep_fd, AW_STAGE_EXEC, ENOENT, 1, NULL);
 }
 
 static void close_pair(int p[2]) {
@@ -233,20 +242,38 @@ void exec_start(uint32_t id, const uint8_t *p, size_t len) {
   close_fd(&pout[1]);
   close_fd(&perr[1]);
   close_fd(&prep[1]);
-  spawn_report_t rep;
-  ssize_t n;
-  do n = read(prep[0], &rep, sizeof(rep));
-  while (n < 0 && errno == EINTR);
+  /* End of file: the command runs (the pipe closed on exec). A report: it never did. */
+  char repbuf[sizeof(spawn_report_t) + REPORT_PATH_MAX];
+  size_t got = 0;
+  for (;;) {
+    ssize_t n = read(prep[0], repbuf + got, sizeof(repbuf) - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += (size_t)n;
+    if (got == sizeof(repbuf)) break;
+  }
   close_fd(&prep[0]);
-  if (n == (ssize_t)sizeof(rep)) {
+  if (got >= sizeof(spawn_report_t)) {
     /* The child never became the command: reap it here, report why. */
+    spawn_report_t rep;
+    memcpy(&rep, repbuf, sizeof(rep));
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
-    const char *what = rep.stage == AW_STAGE_CWD ? s.cwd : s.argv[0];
-    err_set(&e, AW_E_SPAWN, rep.err, "%s", what);
+    size_t plen = rep.path_len;
+    if (plen > got - sizeof(rep)) plen = got - sizeof(rep);
+    const char *argv0 = s.argv[0];
+    err_set(&e, AW_E_SPAWN, rep.err, NULL);
+    if (rep.stage == AW_STAGE_EXEC && rep.searched && plen > 0) {
+      /* Found on PATH but it would not run: the path found is what the engine names. */
+      err_detail_bytes(&e, repbuf + sizeof(rep), plen);
+      e.value = AW_SPAWN_SEARCHED | AW_SPAWN_RESOLVED;
+    } else {
+      const char *what = rep.stage == AW_STAGE_CWD ? s.cwd : argv0;
+      err_detail_bytes(&e, what, strlen(what));
+      e.value = rep.searched ? AW_SPAWN_SEARCHED : 0;
+    }
     e.stage = rep.stage;
-    e.value = rep.searched;
     goto fail;
   }
   x->pid = pid;

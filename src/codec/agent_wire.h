@@ -157,6 +157,9 @@ enum {
 
 /* ERROR stage for AW_E_SPAWN. */
 enum { AW_STAGE_NONE = 0, AW_STAGE_CWD = 1, AW_STAGE_EXEC = 2, AW_STAGE_SETUP = 3, AW_STAGE_FORK = 4 };
+/* ERROR value bits for AW_E_SPAWN at AW_STAGE_EXEC. */
+#define AW_SPAWN_SEARCHED 0x01u /* argv[0] had no '/': PATH was searched */
+#define AW_SPAWN_RESOLVED 0x02u /* detail is the path found on PATH, not argv[0] */
 
 /* ---- decoder status ---- */
 enum {

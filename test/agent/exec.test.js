@@ -111,6 +111,19 @@ for (const v of variants()) {
       // Not found on a PATH that the command's environment sets.
       r = await agent.run({ argv: ["sh", "-c", "true"], env: ["PATH=/nonexistent"] });
       assert.equal(r.error.kind, "spawn_failed");
+      // Found on PATH but not a program: ENOEXEC, naming the path found (the engine prints
+      // "exec <path>: exec format error" there).
+      mkdirSync(join(wd.dir, "bin"), { recursive: true });
+      writeFileSync(join(wd.dir, "bin", "garbage"), Buffer.from([0, 1, 2, 3, 4, 5, 6, 7]));
+      chmodSync(join(wd.dir, "bin", "garbage"), 0o755);
+      r = await agent.run({ argv: ["garbage"], env: [`PATH=/nonexistent:${join(wd.dir, "bin")}`] });
+      assert.equal(r.error.kind, "spawn_failed");
+      assert.equal(r.error.errno, 8); // ENOEXEC
+      assert.equal(r.error.value, 3n, "searched, and the detail is the path found");
+      assert.equal(r.error.detail, join(wd.dir, "bin", "garbage"));
+      r = await agent.run({ argv: [join(wd.dir, "bin", "garbage")] });
+      assert.equal(r.error.errno, 8);
+      assert.equal(r.error.value, 0n);
       // The command's own failure is a RESULT.
       r = await agent.run({ argv: ["sh", "-c", "no-such-command-xyz"] });
       assert.equal(r.error, null);

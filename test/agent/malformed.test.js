@@ -58,6 +58,7 @@ for (const v of variants()) {
       await expectFatal(await start(), header(0, T.EXEC, { id: 1, flags: 1 }));
       await expectFatal(await start(), header(0, T.DATA, { id: 1, stream: S.OUT }));
       await expectFatal(await start(), enc.hostHello());
+      await expectFatal(await start(), frame(T.PING, 0, Buffer.alloc(65)));
     });
 
     test("the first frame must be a HOST_HELLO with a common version", async () => {
