@@ -8,6 +8,17 @@ import { test } from "node:test";
 import { SANITIZER_REPORT } from "./lib/agent.js";
 import { buildDir, variants } from "./lib/variants.js";
 
+test("the agent is built for x86_64 (and aarch64 when the cross compiler is there)", () => {
+  // scripts/build-agent.sh installs what it needs; a missing build must fail here rather
+  // than leave every protocol suite with nothing to run.
+  const names = variants().map((v) => v.name);
+  if (!process.env.ANVIA_AGENT_VARIANTS && process.env.ANVIA_SANDBOX_BUILD !== "asan") {
+    assert.ok(names.includes("x86_64"), `built: ${names.join(", ")}`);
+    assert.ok(names.includes("asan"), `built: ${names.join(", ")}`);
+  }
+  assert.ok(names.length > 0);
+});
+
 for (const v of variants()) {
   test(`C unit tests [${v.name}]`, async (t) => {
     const bin = join(buildDir, v.name, "agent-unit-tests");

@@ -18,7 +18,7 @@ import { execFileSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Agent } from "./lib/agent.js";
-import { buildDir, tempWorkdir, variants } from "./lib/variants.js";
+import { baseEnv, buildDir, tempWorkdir, variants } from "./lib/variants.js";
 import { enc, S } from "./lib/wire.js";
 
 const modes = [];
@@ -302,7 +302,7 @@ for (const { v, args, label } of modes) {
       writeFileSync(join(race, "d", "secret"), "inside");
       symlinkSync(outside, join(race, "d.link"));
       const ms = v.emulated ? 800 : 1200;
-      const swapper = spawn(SWAPPER, [race, String(ms)]);
+      const swapper = spawn(SWAPPER, [race, String(ms)], { env: baseEnv() });
       let swaps = "";
       swapper.stdout.on("data", (d) => (swaps += d));
       const closed = new Promise((r) => swapper.on("close", r));

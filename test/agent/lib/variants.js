@@ -2,7 +2,9 @@
 // AddressSanitizer build (x86_64 glibc), and the aarch64 build under qemu-aarch64-static
 // when the emulator is installed. scripts/build-agent.sh is run once per test process (it
 // is incremental and serializes concurrent callers). ANVIA_AGENT_VARIANTS=x86_64,asan
-// selects a subset.
+// selects a subset. In the project's sanitizer stage (ANVIA_SANDBOX_BUILD=asan, which
+// runs every suite a second time) only the asan variant runs: the others ran in the
+// release stage already.
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,7 +17,7 @@ export const buildDir = join(root, "build-agent");
 let built = null;
 export function buildAgent() {
   if (built) return built;
-  const r = spawnSync("bash", [join(root, "scripts", "build-agent.sh"), "--quiet"], { encoding: "utf8" });
+  const r = spawnSync("bash", [join(root, "scripts", "build-agent.sh"), "--quiet"], { encoding: "utf8", env: baseEnv() });
   built = { status: r.status, output: `${r.stdout}${r.stderr}` };
   if (r.status !== 0) throw new Error(`scripts/build-agent.sh failed:\n${built.output}`);
   return built;
@@ -55,7 +57,9 @@ export function variants() {
   ];
   const qemu = which("qemu-aarch64-static");
   if (qemu) all.push({ name: "aarch64", bin: join(buildDir, "aarch64", "anvia-agent"), runner: qemu, env: baseEnv(), emulated: true });
-  const want = process.env.ANVIA_AGENT_VARIANTS?.split(",").filter(Boolean);
+  const want =
+    process.env.ANVIA_AGENT_VARIANTS?.split(",").filter(Boolean) ??
+    (process.env.ANVIA_SANDBOX_BUILD === "asan" ? ["asan"] : undefined);
   return all.filter((v) => existsSync(v.bin) && (!want || want.includes(v.name)));
 }
 
