@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync, mkdirSync, chmodSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { Agent } from "./lib/agent.js";
+import { Agent, waitFor } from "./lib/agent.js";
 import { isAlive, waitGone } from "./lib/procs.js";
 import { tempWorkdir, variants } from "./lib/variants.js";
 import { enc, S, T } from "./lib/wire.js";
@@ -273,7 +273,7 @@ for (const v of variants()) {
       await first.done;
       assert.equal(first.error?.kind, "duplicate_id");
       // The first command's own frames still come, under the same id, after it.
-      await new Promise((r) => setTimeout(r, 600));
+      await waitFor(() => agent.strays.some((f) => f.id === first.id && f.type === T.RESULT), { timeout: 10000 });
       const late = agent.strays.filter((f) => f.id === first.id);
       assert.ok(late.some((f) => f.type === T.RESULT), "the first request still ends with its RESULT");
       agent.strays = agent.strays.filter((f) => f.id !== first.id);

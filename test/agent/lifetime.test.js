@@ -98,7 +98,7 @@ for (const v of variants()) {
       assert.ok(await waitGone(pp));
       // The detached command goes on writing with nobody reading the agent's side.
       const n1 = Number(readFileSync(ticks, "utf8"));
-      await sleep(400);
+      await sleep(600);
       const n2 = Number(readFileSync(ticks, "utf8"));
       assert.ok(isAlive(pd), "the detached command died after the agent left (SIGPIPE?)");
       assert.ok(n2 > n1 + 3, `ticks ${n1} -> ${n2}`);

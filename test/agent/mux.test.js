@@ -84,10 +84,24 @@ for (const v of variants()) {
       const floods = Array.from({ length: 20 }, () =>
         agent.exec({ argv: ["cat", "/dev/zero"], window: 0, autoCredit: false }),
       );
-      await sleep(v.emulated ? 1500 : 700);
-      const c1 = Number(readFileSync(count, "utf8"));
+      // Wait until the command has stopped making progress (it blocks on the full pipe).
+      const readCount = () => {
+        try {
+          return Number(readFileSync(count, "utf8"));
+        } catch {
+          return -1;
+        }
+      };
+      let c1 = -1;
+      let c2 = -2;
+      const until = Date.now() + 10000;
       await sleep(300);
-      const c2 = Number(readFileSync(count, "utf8"));
+      while (Date.now() < until) {
+        c1 = readCount();
+        await sleep(300);
+        c2 = readCount();
+        if (c1 === c2 && c1 > 0) break;
+      }
       assert.equal(req.bytes[S.OUT], 0, "DATA without credit");
       for (const f of floods) assert.equal(f.bytes[S.OUT], 0);
       assert.equal(c1, c2, "the command kept writing");
