@@ -157,6 +157,10 @@ static int setup(int argc, char **argv) {
     return -1;
   }
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0) g.caps |= AW_CAP_SUBREAPER;
+  /* Not dumpable: /proc/<agent>/ becomes root's, so a command running as the same
+   * (non-root) user can neither open the agent's pipes through /proc/<pid>/fd to inject
+   * frames nor ptrace it. Commands are unaffected: execve makes them dumpable again. */
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   g.proc_ok = access("/proc/self/stat", R_OK) == 0;
   if (access("/proc/net/tcp", R_OK) == 0 || access("/proc/net/tcp6", R_OK) == 0) g.caps |= AW_CAP_NET_TCP;
   g.use_openat2 = !no_openat2 && openat2_probe();

@@ -3,7 +3,7 @@
 // writing: no SIGPIPE) after the agent exits, and a new agent can stop them with SIGNAL and
 // see them with GROUP_ALIVE; nothing is left as a zombie; signals to the agent.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Agent, waitFor } from "./lib/agent.js";
@@ -114,7 +114,8 @@ for (const v of variants()) {
     test("no zombies: orphans of finished commands are reaped", { skip: v.emulated && "qemu-user has no PR_SET_CHILD_SUBREAPER" }, async () => {
       const agent = await Agent.start(v, { workdir: wd.dir });
       for (let i = 0; i < 10; i++) {
-        const r = await agent.run({ argv: ["sh", "-c", "(sleep 0.1 >/dev/null 2>&1 &) ; sleep 0.1 >/dev/null 2>&1 & exit 0"] });
+        const r = await agent.run({
+          cwd: "/", argv: ["sh", "-c", "(sleep 0.1 >/dev/null 2>&1 &) ; sleep 0.1 >/dev/null 2>&1 & exit 0"] });
         assert.equal(r.result.code, 0);
       }
       // The orphans were reparented to the agent (the subreaper); once they exit, none stays a zombie.
@@ -141,6 +142,33 @@ for (const v of variants()) {
       await agent.close();
       assert.equal(agent.exited.code, 0);
     });
+
+    test(
+      "as a non-root user: files are the user's, and its commands cannot reach the agent through /proc",
+      { skip: (process.getuid() !== 0 || !existsSync("/usr/bin/setpriv")) && "needs root and setpriv" },
+      async () => {
+        const dir = join(wd.dir, "nobody");
+        chmodSync(wd.dir, 0o711);
+        mkdirSync(dir, { mode: 0o777 });
+        chmodSync(dir, 0o777);
+        const agent = await Agent.start(v, {
+          workdir: dir,
+          prefix: ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"],
+        });
+        assert.equal(agent.hello.uid, 65534);
+        const pid = agent.hello.pid;
+        const r = await agent.run({
+          argv: ["sh", "-c", `ls /proc/${pid}/fd >/dev/null 2>&1; echo $?; (echo x > /proc/${pid}/fd/0) 2>/dev/null; echo $?`],
+        });
+        assert.deepEqual(r.text().trim().split("\n"), ["2", "2"], "the agent's descriptors were reachable");
+        const w = await agent.write("sub/owned.txt", "x");
+        assert.equal(w.error, null);
+        assert.equal(statSync(join(dir, "sub", "owned.txt")).uid, 65534);
+        assert.equal(statSync(join(dir, "sub")).uid, 65534);
+        assert.ok(await agent.ping(), "the agent is intact");
+        assert.equal((await agent.close()).code, 0);
+      },
+    );
 
     test("SIGTERM to the agent ends its commands, and it exits", async () => {
       const agent = await Agent.start(v, { workdir: wd.dir });
