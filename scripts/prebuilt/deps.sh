@@ -26,6 +26,10 @@ log() { printf '[prebuilt %s] %s\n' "$arch" "$*" >&2; }
 
 rm -rf "$prefix" "/opt/anvia/build/$arch"
 mkdir -p "$prefix" "/opt/anvia/build/$arch"
+# Each library's configure and make output goes to its log; a failure prints the end of it.
+logs="/opt/anvia/logs/$arch"
+rm -rf "$logs"; mkdir -p "$logs"
+failed() { echo "deps.sh: building $1 for $arch failed; the end of $logs/$1.log (in the build root):" >&2; tail -60 "$logs/$1.log" >&2; exit 1; }
 
 # The sources, extracted and patched by build.sh: /opt/anvia/src/<package>-<version>/.
 # Each is built out of a private copy, so the extracted tree stays clean for the other arch.
@@ -46,8 +50,8 @@ src="$(source_dir openssl "$(ver_of openssl)")"
   ./Configure "$ossl_target" --prefix="$prefix" --libdir=lib --openssldir=/etc/ssl \
     ${cross:+--cross-compile-prefix=$host-} \
     no-shared no-module no-engine no-dso no-tests no-comp no-ssl3 no-dtls no-srp no-legacy \
-    no-ui-console no-afalgeng no-capieng -fPIC -ffunction-sections -fdata-sections >&2 && \
-  make -s -j"$jobs" build_libs >&2 && make -s install_dev >&2)
+    no-ui-console no-afalgeng no-capieng -fPIC -ffunction-sections -fdata-sections && \
+  make -s -j"$jobs" build_libs && make -s install_dev) > "$logs/openssl.log" 2>&1 || failed openssl
 
 # libcurl: HTTP/1.1 over TCP and unix sockets, TLS through the OpenSSL above; every other
 # protocol, auth scheme and optional library off.
@@ -63,9 +67,8 @@ src="$(source_dir curl "$(ver_of curl)")"
     --disable-ftp --disable-file --disable-manual --disable-ntlm --disable-ntlm-wb \
     --disable-kerberos-auth --disable-negotiate-auth --disable-aws --disable-alt-svc --disable-hsts \
     --disable-cookies --disable-doh --disable-mime --disable-netrc --disable-dateparse --disable-progress-meter \
-    --disable-tls-srp --disable-websockets --enable-threaded-resolver --enable-unix-sockets --enable-symbol-hiding \
-    >/tmp/anvia-curl-configure.log 2>&1 || { tail -40 /tmp/anvia-curl-configure.log >&2; exit 1; }
-  make -s -j"$jobs" -C lib >&2 && make -s -C lib install >&2 && make -s -C include install >&2 && make -s install-pkgconfigDATA >&2)
+    --disable-tls-srp --disable-websockets --enable-threaded-resolver --enable-unix-sockets --enable-symbol-hiding && \
+  make -s -j"$jobs" -C lib && make -s -C lib install && make -s -C include install && make -s install-pkgconfigDATA) > "$logs/curl.log" 2>&1 || failed curl
 
 # libarchive: the library only; no compressors, no crypto, no XML, no ACLs or xattrs.
 # (The tar reader and writer are all the addon references; the linker keeps nothing else.)
@@ -75,17 +78,15 @@ src="$(source_dir libarchive "$(ver_of libarchive)")"
     --disable-bsdtar --disable-bsdcat --disable-bsdcpio --disable-acl --disable-xattr \
     --without-zlib --without-bz2lib --without-libb2 --without-iconv --without-lz4 --without-zstd \
     --without-lzma --without-lzo2 --without-cng --without-openssl --without-xml2 --without-expat \
-    --without-mbedtls --without-nettle \
-    >/tmp/anvia-libarchive-configure.log 2>&1 || { tail -40 /tmp/anvia-libarchive-configure.log >&2; exit 1; }
-  make -s -j"$jobs" libarchive.la >&2 && make -s install-libLTLIBRARIES install-includeHEADERS install-pkgconfigDATA >&2)
+    --without-mbedtls --without-nettle && \
+  make -s -j"$jobs" libarchive.la && make -s install-libLTLIBRARIES install-includeHEADERS install-pkgconfigDATA) > "$logs/libarchive.log" 2>&1 || failed libarchive
 
 log "jansson $(ver_of jansson)"
 src="$(source_dir jansson "$(ver_of jansson)")"
 # (Debian's jansson source has no configure script: dh runs autoreconf, and so do we.)
 (cd "$src" && { [ -x configure ] || autoreconf -fi >/dev/null 2>&1; } && \
-  ./configure "${cross[@]}" --prefix="$prefix" --disable-shared --enable-static --with-pic \
-    >/tmp/anvia-jansson-configure.log 2>&1 || { tail -40 /tmp/anvia-jansson-configure.log >&2; exit 1; }
-  make -s -j"$jobs" -C src >&2 && make -s -C src install >&2 && make -s install-pkgconfigDATA >&2)
+  ./configure "${cross[@]}" --prefix="$prefix" --disable-shared --enable-static --with-pic && \
+  make -s -j"$jobs" -C src && make -s -C src install && make -s install-pkgconfigDATA) > "$logs/jansson.log" 2>&1 || failed jansson
 
 rm -rf "/opt/anvia/build/$arch"
 echo "$versions" > "$prefix/VERSIONS"
