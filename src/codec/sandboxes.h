@@ -1,0 +1,89 @@
+/*
+ * sandboxes.h - the engine's container list (GET /containers/json?all=1) read as a list
+ * of sandboxes: which entries are sandboxes, their state, image, times, workspace, ports,
+ * labels and limits; and the engine's status line ("Exited (0) 5 minutes ago") read as
+ * how long a container has been stopped.
+ *
+ * Owns: a sandbox_summary_t owns its strings, ports and labels (sandbox_summaries_free
+ * frees an array of them).
+ *
+ * An entry is a sandbox when its labels say schema "1" and carry a valid id, and one of
+ * its names is "/anvia-sandbox-<id>" (what resumeSandbox looks up), whoever made it: this
+ * package in any process, or the original package (same labels). Anything else in the
+ * reply (other containers, helpers, malformed entries) is skipped, never an error; a reply
+ * that is not a JSON array is.
+ */
+#ifndef SBX_SANDBOXES_H
+#define SBX_SANDBOXES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "codec/lifetime.h"
+#include "codec/runspec.h"
+#include "codec/spec.h"
+
+/* Labels a fork carries (lifecycle/fork.c): the image it owns (removed with it), the
+ * sandbox it was forked from, and the image its first ancestor was made from. */
+#define LABEL_FORK_IMAGE "anvia.sandbox.fork.image"
+#define LABEL_FORK_PARENT "anvia.sandbox.fork.parent"
+#define LABEL_FORK_BASE "anvia.sandbox.fork.base-image"
+#define LABEL_PREFIX "anvia.sandbox."
+
+typedef enum {
+  SBX_RUNNING = 0,
+  SBX_STOPPED, /* exited, or created and never started */
+  SBX_PAUSED,
+  SBX_RESTARTING,
+  SBX_REMOVING,
+  SBX_DEAD,
+  SBX_STATE_COUNT
+} sbx_state_t;
+
+/* "running", "stopped", ... */
+const char *sbx_state_name(sbx_state_t s);
+/* The state named `name` (one of sbx_state_name's), 0; -1 when none is. */
+int sbx_state_from_name(const char *name, sbx_state_t *out);
+/* The engine's State string ("exited", "created", ...); -1 when unknown. */
+int sbx_state_from_engine(const char *state, sbx_state_t *out);
+
+typedef struct sandbox_summary {
+  char *id;
+  char *container_name;
+  sbx_state_t state;
+  char *image;
+  int64_t created_s; /* Unix seconds by the engine's clock; -1 when not reported */
+  /* How long ago it stopped, from the status line: at least min, less than max (ms). */
+  int stopped_known;
+  int64_t stopped_min_ms, stopped_max_ms;
+  int exit_code_known;
+  int exit_code;
+  char *workdir;           /* NULL when the label is missing */
+  int ws_known;            /* the workspace labels are there and valid */
+  int ws_ephemeral;
+  char *volume;            /* the workspace volume's name (label), or NULL */
+  published_port_t *ports; /* published on 127.0.0.1 (running containers only) */
+  size_t nports;
+  kv_list_t labels;        /* the caller's labels: every key outside anvia.sandbox. */
+  lifetime_t lifetime;     /* zeros when none, or when its labels are malformed */
+  char *owned_image;       /* LABEL_FORK_IMAGE, or NULL */
+  char *fork_parent;       /* LABEL_FORK_PARENT, or NULL */
+} sandbox_summary_t;
+
+/* Parses the reply. *out (NULL when none) and *n are set on success (0); -1 with err set
+ * (docker_command_failed) when the body is not a JSON array, or out of memory. */
+int sandboxes_parse(const uint8_t *body, size_t len, sandbox_summary_t **out, size_t *n, err_t *err);
+void sandbox_summaries_free(sandbox_summary_t *s, size_t n);
+
+/*
+ * The engine's status line of an exited container, "Exited (<code>) <duration> ago",
+ * the duration as Docker's units.HumanDuration writes it ("Less than a second", "1
+ * second", "N seconds", "About a minute", "N minutes", "About an hour", "N hours",
+ * "N days", "N weeks", "N months", "N years"). Fills the exit code and the bounds of how
+ * long ago it stopped: at least *min_ms, less than *max_ms. Returns 1 with both, 2 with
+ * only the exit code ("Exited (1)" without a time), 0 when the line says neither.
+ */
+int status_stopped_for(const char *status, int *exit_code, int64_t *min_ms, int64_t *max_ms);
+
+#endif
