@@ -1,0 +1,738 @@
+/*
+ * fork.c - sandbox.fork() and the removal of a fork's image (see fork.h).
+ *
+ * Owns: a fork operation owns its request in flight, the parent's inspection, the names
+ * of what it makes, the fork's sandbox until it is handed to JavaScript, and the errors
+ * of a rollback. The owned-image record attached to a fork's sandbox owns its string.
+ *
+ * Steps (each one engine request):
+ *   the fork's container must not exist -> inspect the parent (configuration, limits,
+ *   base image) -> create the fork's volume -> create the copy helper (not started) ->
+ *   pause the parent (when it runs: a point-in-time copy of both its filesystem and its
+ *   workspace; the client's own activity signals are held meanwhile, since the engine
+ *   unpauses a container it signals) -> commit the parent (pause=false: it is paused) ->
+ *   start the helper -> wait for it (`cp -a` of the whole workspace, ownership and modes
+ *   kept) -> [its log tail, when cp failed] -> SIGUSR1 to the parent when it has an idle
+ *   limit (delivered as it thaws: the fork counts as activity, however long the copy
+ *   took) -> unpause (refused as "not paused" when that signal already did) -> remove the
+ *   helper -> create
+ *   the fork (codec/forkspec.c) -> start it -> read its published ports.
+ * Rollback (a failure, or the caller's abort): unpause the parent if it is still paused,
+ * remove the fork's container, the helper, the volume and the image; their errors are
+ * kept beside the first one (an AggregateError, as createSandbox's).
+ *
+ * The fork owns its image (label anvia.sandbox.fork.image): destroy() removes it after
+ * the container. A fork of a fork builds on its parent's image, which the engine then
+ * refuses to remove (409, "dependent child images"): it is left for the engine to remove
+ * with its last child (deleting an image also deletes its untagged, unused parents).
+ */
+#include "lifecycle/fork.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/rand.h"
+#include "codec/forkspec.h"
+#include "codec/frames.h"
+#include "codec/lifetime.h"
+#include "codec/runspec.h"
+#include "codec/sandboxes.h"
+#include "lifecycle/lifetime.h"
+#include "napi/convert.h"
+#include "napi/op.h"
+#include "napi/opts.h"
+#include "napi/values.h"
+#include "runtime/table.h"
+
+typedef enum {
+  F_CHECK = 1,
+  F_INSPECT,
+  F_VOLUME,
+  F_HELPER_CREATE,
+  F_PAUSE,
+  F_COMMIT,
+  F_HELPER_START,
+  F_HELPER_WAIT,
+  F_HELPER_LOGS,
+  F_SIGNAL,
+  F_UNPAUSE,
+  F_HELPER_REMOVE,
+  F_CREATE,
+  F_START,
+  F_PORTS,
+  F_FINISHED,
+  R_SIGNAL,
+  R_UNPAUSE,
+  R_CONTAINER,
+  R_HELPER,
+  R_VOLUME,
+  R_IMAGE,
+  R_FINISHED,
+} fork_step_t;
+
+#define MAX_RB_ERRORS 4
+#define MAX_LOG_BYTES (64 * 1024)
+#define MAX_LOG_TEXT 2048
+
+typedef struct fork_op {
+  op_t op; /* op.sb: the parent */
+  engine_t *eng;
+  char *fork_id, *fork_name, *volume, *helper_name, *image;
+  json_t *ins;
+  lifetime_t lifetime;
+  int *ports;
+  size_t nports;
+  int parent_running, paused, unpaused, held;
+  int volume_attempted, helper_attempted, helper_removed, container_attempted;
+  long long copy_status;
+  fork_step_t step;
+  http_req_t *req;
+  sandbox_t *fork;
+  int rolling_back, cancelled_by_caller, rollback_when_answered;
+  err_t err;
+  err_t rb_err[MAX_RB_ERRORS];
+  size_t n_rb_err;
+} fork_op_t;
+
+static void step_next(fork_op_t *op);
+static void rollback_next(fork_op_t *op);
+static void on_resp(http_req_t *req, void *ud);
+
+/* ---- the owned image ---- */
+
+static const int IMAGE_KEY = 0;
+
+int fork_image_track(sandbox_t *sb, const char *image, err_t *err) {
+  if (image == NULL || image[0] == 0 || sandbox_attached(sb, &IMAGE_KEY) != NULL) return 0;
+  char *copy = strdup(image);
+  if (copy == NULL || sandbox_attach(sb, &IMAGE_KEY, copy, free) != 0) {
+    free(copy);
+    return err_oom(err);
+  }
+  return 0;
+}
+
+/* ---- requests ---- */
+
+static int send_req(fork_op_t *op, http_req_t *req) {
+  err_t err;
+  err_init(&err);
+  if (req == NULL) err_oom(&err);
+  else if (http_req_start(req, on_resp, op, &err) == 0) {
+    op->req = req;
+    return 0;
+  } else {
+    http_req_free(req);
+  }
+  if (op->rolling_back) {
+    if (op->n_rb_err < MAX_RB_ERRORS) err_move(&op->rb_err[op->n_rb_err++], &err);
+    err_clear(&err);
+  } else {
+    err_move(&op->err, &err);
+  }
+  return -1;
+}
+
+static http_req_t *req_for(fork_op_t *op, const char *method, const char *fmt, const char *name) {
+  char *esc = url_escape(name);
+  http_req_t *r = esc ? http_req_new(op->eng, method, fmt, esc) : NULL;
+  free(esc);
+  return r;
+}
+
+static http_req_t *with_json(http_req_t *req, json_t *body) {
+  if (body == NULL || req == NULL) {
+    json_decref(body);
+    http_req_free(req);
+    return NULL;
+  }
+  if (http_req_set_json(req, body) != 0) {
+    http_req_free(req);
+    return NULL;
+  }
+  return req;
+}
+
+static void wrap_failure(err_t *err, const char *message) {
+  if (err->code == NULL || strcmp(err->code, CODE_DOCKER_COMMAND_FAILED) != 0) return;
+  err_t w;
+  err_init(&w);
+  err_sandbox(&w, CODE_DOCKER_COMMAND_FAILED, "%s", message);
+  err_set_details(&w, err->details ? json_incref(err->details) : NULL);
+  err_move(err, &w);
+}
+
+static int is_status(const http_req_t *req, long status) { return req->curl_result == CURLE_OK && req->status == status; }
+
+/* The unpause found the container running: the signal sent just before thawed it (Docker
+ * unpauses a container it signals). Docker 20.10 says so with a 500: "... is not paused",
+ * or, while its own resume is still under way, "cannot resume a running process". */
+static int unpaused_anyway(const http_req_t *req) {
+  if (http_req_ok(req) || is_status(req, 409)) return 1;
+  if (!is_status(req, 500)) return 0;
+  char *message = http_req_engine_message(req);
+  int yes = message != NULL &&
+            (strstr(message, "is not paused") != NULL || strstr(message, "cannot resume a running process") != NULL);
+  free(message);
+  return yes;
+}
+
+/* ---- rollback ---- */
+
+static void begin_rollback(fork_op_t *op) {
+  op->rolling_back = 1;
+  op->step = R_SIGNAL - 1;
+  rollback_next(op);
+}
+
+static void fail(fork_op_t *op, err_t *err) {
+  if (err != NULL) err_move(&op->err, err);
+  begin_rollback(op);
+}
+
+static void release_parent(fork_op_t *op) {
+  if (!op->held) return;
+  op->held = 0;
+  activity_release(op->op.sb);
+}
+
+static napi_value build_rejection(op_t *o) {
+  fork_op_t *op = (fork_op_t *)o;
+  napi_value primary = op->cancelled_by_caller ? op_cancel_reason(o) : nu_error_value(o->js, &op->err);
+  if (op->n_rb_err == 0) return primary;
+  napi_value errors[1 + MAX_RB_ERRORS];
+  errors[0] = primary;
+  for (size_t i = 0; i < op->n_rb_err; i++) errors[1 + i] = nu_error_value(o->js, &op->rb_err[i]);
+  return nu_aggregate_error(o->js->env, errors, 1 + op->n_rb_err, "Sandbox fork and rollback failed");
+}
+
+static void rollback_next(fork_op_t *op) {
+  for (;;) {
+    op->step++;
+    http_req_t *req = NULL;
+    int still_paused = op->paused && !op->unpaused;
+    switch (op->step) {
+      case R_SIGNAL:
+        if (!still_paused || op->lifetime.idle_ms == 0) continue;
+        req = req_for(op, "POST", "/containers/%s/kill?signal=SIGUSR1", op->op.sb->container_name);
+        break;
+      case R_UNPAUSE:
+        if (!still_paused) {
+          release_parent(op);
+          continue;
+        }
+        req = req_for(op, "POST", "/containers/%s/unpause", op->op.sb->container_name);
+        break;
+      case R_CONTAINER:
+        if (!op->container_attempted) continue;
+        req = req_for(op, "DELETE", "/containers/%s?force=1", op->fork_name);
+        break;
+      case R_HELPER:
+        if (!op->helper_attempted || op->helper_removed) continue;
+        req = req_for(op, "DELETE", "/containers/%s?force=1", op->helper_name);
+        break;
+      case R_VOLUME:
+        if (!op->volume_attempted) continue;
+        req = req_for(op, "DELETE", "/volumes/%s", op->volume);
+        break;
+      case R_IMAGE:
+        if (op->image == NULL) continue;
+        req = req_for(op, "DELETE", "/images/%s", op->image);
+        break;
+      default:
+        op->step = R_FINISHED;
+        release_parent(op);
+        op_reject_build(&op->op, build_rejection);
+        op_release(&op->op);
+        return;
+    }
+    if (send_req(op, req) == 0) return;
+  }
+}
+
+static void on_rollback_resp(fork_op_t *op, http_req_t *req) {
+  int ok = http_req_ok(req), not_found = http_req_not_found(req);
+  if (op->step == R_UNPAUSE) {
+    op->unpaused = 1; /* tried: a 409 means the signal already thawed it */
+    release_parent(op);
+    if (!unpaused_anyway(req) && op->n_rb_err < MAX_RB_ERRORS) http_req_error(req, &op->rb_err[op->n_rb_err++]);
+  } else if (op->step != R_SIGNAL && !ok && !not_found && op->n_rb_err < MAX_RB_ERRORS) {
+    err_t *e = &op->rb_err[op->n_rb_err++];
+    http_req_error(req, e);
+    wrap_failure(e, op->step == R_VOLUME  ? "Unable to remove Docker sandbox volume."
+                    : op->step == R_IMAGE ? "Unable to remove the Docker image of a sandbox fork."
+                                          : "Unable to remove Docker sandbox.");
+  }
+  rollback_next(op);
+}
+
+/* ---- forward ---- */
+
+static http_req_t *volume_req(fork_op_t *op) {
+  json_t *body = json_pack("{s:s, s:{s:s}}", "Name", op->volume, "Labels", LABEL_ID, op->fork_id);
+  return with_json(http_req_new(op->eng, "POST", "/volumes/create"), body);
+}
+
+static http_req_t *commit_req(fork_op_t *op) {
+  char *esc = url_escape(op->op.sb->container_name);
+  http_req_t *r = esc ? http_req_new(op->eng, "POST", "/commit?container=%s&pause=false", esc) : NULL;
+  free(esc);
+  return with_json(r, forkspec_commit_config(op->fork_id));
+}
+
+static http_req_t *create_req(fork_op_t *op, const char *name, json_t *body) {
+  return with_json(req_for(op, "POST", "/containers/create?name=%s", name), body);
+}
+
+/* The fork's sandbox model: the parent's, with its own names and volume. */
+static int make_fork(fork_op_t *op, err_t *err) {
+  sandbox_t *p = op->op.sb;
+  sandbox_t *s = sandbox_new(op->eng, &engine_runtime_ops);
+  if (s == NULL) return err_oom(err);
+  op->fork = s;
+  s->id = strdup(op->fork_id);
+  s->container_name = strdup(op->fork_name);
+  s->workdir = strdup(p->workdir);
+  s->volume_name = strdup(op->volume);
+  s->ws_ephemeral = 1;
+  s->owns_volume = 1;
+  s->runtime = p->runtime;
+  s->readonly_rootfs = p->readonly_rootfs;
+  s->find_lacks_printf = p->find_lacks_printf;
+  s->owner_known = p->owner_known;
+  s->uid = p->uid;
+  s->gid = p->gid;
+  s->user = strdup(p->user ? p->user : "");
+  if (!s->id || !s->container_name || !s->workdir || !s->volume_name || !s->user) return err_oom(err);
+  if (p->env.count > 0) {
+    s->env.items = calloc(p->env.count, sizeof(kv_t));
+    if (s->env.items == NULL) return err_oom(err);
+    for (size_t i = 0; i < p->env.count; i++) {
+      s->env.items[i].key = strdup(p->env.items[i].key);
+      s->env.items[i].value = strdup(p->env.items[i].value);
+      s->env.count = i + 1;
+      if (!s->env.items[i].key || !s->env.items[i].value) return err_oom(err);
+    }
+  }
+  if (lifetime_track(op->op.js, s, &op->lifetime, err) != 0) return -1;
+  return fork_image_track(s, op->image, err);
+}
+
+/* The helper's log tail (cp's complaint) as the error. */
+static int collect_log(void *ud, int stream, const uint8_t *data, size_t len) {
+  (void)stream;
+  buf_t *b = ud;
+  size_t room = b->len < MAX_LOG_TEXT ? MAX_LOG_TEXT - b->len : 0;
+  buf_append(b, data, len < room ? len : room);
+  return 0;
+}
+
+static void copy_failed(fork_op_t *op, http_req_t *logs, err_t *err) {
+  buf_t text;
+  buf_init(&text, 0);
+  if (logs != NULL && http_req_ok(logs)) {
+    frame_demux_t d;
+    frame_demux_init(&d);
+    size_t used = 0;
+    err_t ignored;
+    err_init(&ignored);
+    frame_demux_feed(&d, logs->resp.data, logs->resp.len, &used, collect_log, &text, &ignored);
+    err_clear(&ignored);
+  }
+  while (text.len > 0 && (text.data[text.len - 1] == '\n' || text.data[text.len - 1] == '\r')) text.len--;
+  buf_terminate(&text);
+  err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Unable to copy the sandbox workspace (cp exited with %lld)%s%s",
+              op->copy_status, text.len ? ": " : ".", text.len ? (char *)text.data : "");
+  buf_free(&text);
+}
+
+static void step_next(fork_op_t *op) {
+  err_t err;
+  err_init(&err);
+  sandbox_t *p = op->op.sb;
+  for (;;) {
+    op->step++;
+    http_req_t *req = NULL;
+    switch (op->step) {
+      case F_CHECK:
+        req = req_for(op, "GET", "/containers/%s/json", op->fork_name);
+        break;
+      case F_INSPECT:
+        req = req_for(op, "GET", "/containers/%s/json", p->container_name);
+        break;
+      case F_VOLUME:
+        req = volume_req(op);
+        op->volume_attempted = 1;
+        break;
+      case F_HELPER_CREATE:
+        req = create_req(op, op->helper_name,
+                         forkspec_copy_helper(forkspec_base_image(op->ins), p->volume_name, op->volume, op->fork_id));
+        op->helper_attempted = 1;
+        break;
+      case F_PAUSE:
+        if (!op->parent_running) continue;
+        activity_hold(p);
+        op->held = 1;
+        req = req_for(op, "POST", "/containers/%s/pause", p->container_name);
+        break;
+      case F_COMMIT:
+        req = commit_req(op);
+        break;
+      case F_HELPER_START:
+        req = req_for(op, "POST", "/containers/%s/start", op->helper_name);
+        break;
+      case F_HELPER_WAIT:
+        req = req_for(op, "POST", "/containers/%s/wait", op->helper_name);
+        break;
+      case F_HELPER_LOGS:
+        if (op->copy_status == 0) continue;
+        req = req_for(op, "GET", "/containers/%s/logs?stdout=1&stderr=1&tail=20", op->helper_name);
+        if (req) http_req_set_limit(req, MAX_LOG_BYTES);
+        break;
+      case F_SIGNAL:
+        if (!op->paused || op->lifetime.idle_ms == 0) continue;
+        req = req_for(op, "POST", "/containers/%s/kill?signal=SIGUSR1", p->container_name);
+        break;
+      case F_UNPAUSE:
+        if (!op->paused) continue;
+        req = req_for(op, "POST", "/containers/%s/unpause", p->container_name);
+        break;
+      case F_HELPER_REMOVE:
+        req = req_for(op, "DELETE", "/containers/%s?force=1", op->helper_name);
+        break;
+      case F_CREATE: {
+        fork_names_t names = {op->fork_id, p->id, op->image, forkspec_base_image(op->ins), op->volume, p->workdir};
+        json_t *body = forkspec_container(op->ins, &names, &err);
+        if (body == NULL) {
+          fail(op, &err);
+          return;
+        }
+        req = create_req(op, op->fork_name, body);
+        op->container_attempted = 1;
+        break;
+      }
+      case F_START:
+        req = req_for(op, "POST", "/containers/%s/start", op->fork_name);
+        break;
+      case F_PORTS:
+        if (op->nports == 0) continue;
+        req = req_for(op, "GET", "/containers/%s/json", op->fork_name);
+        break;
+      default:
+        op->step = F_FINISHED;
+        op_settle(&op->op, NULL);
+        return;
+    }
+    if (send_req(op, req) != 0) begin_rollback(op);
+    return;
+  }
+}
+
+/* What the parent's inspection tells: limits, whether it runs, its ports, its base. */
+static int read_inspection(fork_op_t *op, http_req_t *req, err_t *err) {
+  op->ins = http_req_json(req, err);
+  if (op->ins == NULL) return -1;
+  json_t *state = json_object_get(op->ins, "State");
+  if (!json_is_object(state) || !json_is_object(json_object_get(op->ins, "Config")))
+    return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Docker returned invalid container metadata.");
+  json_t *labels = json_object_get(json_object_get(op->ins, "Config"), "Labels");
+  if (lifetime_from_labels(labels, &op->lifetime, err) != 0) return -1;
+  if (forkspec_base_image(op->ins) == NULL) return err_sandbox(err, CODE_INVALID_STATE, "Sandbox metadata is invalid: %s", "Image");
+  op->parent_running = json_is_true(json_object_get(state, "Running")) && !json_is_true(json_object_get(state, "Paused"));
+  if (configured_ports(op->ins, &op->ports, &op->nports) != 0) return err_oom(err);
+  return 0;
+}
+
+static void on_resp(http_req_t *req, void *ud) {
+  fork_op_t *op = ud;
+  op->req = NULL;
+  if (op->rolling_back) {
+    on_rollback_resp(op, req);
+    http_req_free(req);
+    return;
+  }
+  if (op->rollback_when_answered) {
+    if (op->step == F_PAUSE && http_req_ok(req)) op->paused = 1;
+    if (op->step == F_COMMIT && http_req_ok(req)) {
+      json_t *j = http_req_json(req, &op->err);
+      json_t *id = json_object_get(j, "Id");
+      if (json_is_string(id)) op->image = strdup(json_string_value(id));
+      json_decref(j);
+      err_clear(&op->err);
+    }
+    if (op->step == F_UNPAUSE) op->unpaused = 1;
+    if (op->step == F_HELPER_REMOVE && (http_req_ok(req) || http_req_not_found(req))) op->helper_removed = 1;
+    http_req_free(req);
+    begin_rollback(op);
+    return;
+  }
+  err_t err;
+  err_init(&err);
+  int ok = http_req_ok(req), not_found = http_req_not_found(req);
+  switch (op->step) {
+    case F_CHECK:
+      if (ok) {
+        err_sandbox(&err, CODE_INVALID_STATE, "A Docker container already exists for sandbox: %s", op->fork_name);
+      } else if (!not_found) {
+        http_req_error(req, &err);
+        wrap_failure(&err, "Unable to check whether the Docker sandbox already exists.");
+      }
+      break;
+    case F_INSPECT:
+      if (not_found) err_sandbox(&err, CODE_SANDBOX_NOT_FOUND, "Sandbox does not exist: %s", op->op.sb->container_name);
+      else if (!ok) http_req_error(req, &err);
+      else read_inspection(op, req, &err);
+      break;
+    case F_PAUSE:
+      if (ok) op->paused = 1;
+      else http_req_error(req, &err);
+      break;
+    case F_COMMIT:
+      if (!ok) {
+        http_req_error(req, &err);
+      } else {
+        json_t *j = http_req_json(req, &err);
+        json_t *id = json_object_get(j, "Id");
+        if (json_is_string(id) && json_string_length(id) > 0) op->image = strdup(json_string_value(id));
+        else if (!err_is_set(&err)) err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Docker returned no image for the fork.");
+        if (j != NULL && op->image == NULL && !err_is_set(&err)) err_oom(&err);
+        json_decref(j);
+      }
+      break;
+    case F_HELPER_WAIT:
+      if (!ok) {
+        http_req_error(req, &err);
+      } else {
+        json_t *j = http_req_json(req, &err);
+        json_t *code = json_object_get(j, "StatusCode");
+        op->copy_status = json_is_integer(code) ? (long long)json_integer_value(code) : -1;
+        json_decref(j);
+      }
+      break;
+    case F_HELPER_LOGS:
+      copy_failed(op, req, &err);
+      break;
+    case F_SIGNAL:
+      break; /* best effort: the unpause follows */
+    case F_UNPAUSE:
+      if (unpaused_anyway(req)) {
+        op->unpaused = 1;
+        release_parent(op);
+      } else {
+        http_req_error(req, &err);
+      }
+      break;
+    case F_HELPER_REMOVE:
+      if (ok || not_found) op->helper_removed = 1;
+      else http_req_error(req, &err);
+      break;
+    case F_PORTS:
+      if (!ok) {
+        http_req_error(req, &err);
+      } else if (make_fork(op, &err) == 0) {
+        json_t *ins = http_req_json(req, &err);
+        if (ins) {
+          op->fork->ports = calloc(op->nports, sizeof(published_port_t));
+          if (op->fork->ports == NULL) err_oom(&err);
+          else if (ports_from_inspection(ins, op->ports, op->nports, op->fork->ports, &err) == 0)
+            op->fork->nports = op->nports;
+        }
+        json_decref(ins);
+      }
+      break;
+    default:
+      if (!ok) http_req_error(req, &err);
+      break;
+  }
+  http_req_free(req);
+  if (err_is_set(&err)) {
+    fail(op, &err);
+    return;
+  }
+  /* Once started without ports to read, the fork is made here. */
+  if (op->step == F_START && op->nports == 0 && make_fork(op, &err) != 0) {
+    fail(op, &err);
+    return;
+  }
+  step_next(op);
+}
+
+/* ---- op plumbing ---- */
+
+static void fork_start(op_t *o) {
+  fork_op_t *op = (fork_op_t *)o;
+  op->step = 0;
+  step_next(op);
+}
+
+static void fork_cancel(op_t *o) {
+  fork_op_t *op = (fork_op_t *)o;
+  if (o->teardown) {
+    http_req_free(op->req);
+    op->req = NULL;
+    op_release(o);
+    return;
+  }
+  if (op->rolling_back) return;
+  op->cancelled_by_caller = 1;
+  /* Waiting for the copy: stop waiting, the rollback removes the helper (and ends cp). */
+  int changing = op->step != F_CHECK && op->step != F_INSPECT && op->step != F_HELPER_WAIT &&
+                 op->step != F_HELPER_LOGS && op->step != F_PORTS;
+  if (changing && op->req != NULL) {
+    op->rollback_when_answered = 1;
+    return;
+  }
+  http_req_free(op->req);
+  op->req = NULL;
+  begin_rollback(op);
+}
+
+static napi_value fork_result(op_t *o) { return sandbox_to_js(o->js->env, ((fork_op_t *)o)->fork); }
+
+static void fork_destroy(op_t *o) {
+  fork_op_t *op = (fork_op_t *)o;
+  http_req_free(op->req);
+  release_parent(op);
+  sandbox_unref(op->fork);
+  engine_unref(op->eng);
+  json_decref(op->ins);
+  free(op->fork_id);
+  free(op->fork_name);
+  free(op->volume);
+  free(op->helper_name);
+  free(op->image);
+  free(op->ports);
+  err_clear(&op->err);
+  for (size_t i = 0; i < op->n_rb_err; i++) err_clear(&op->rb_err[i]);
+}
+
+static const op_vtable_t fork_vt = {
+    .name = "fork",
+    .start = fork_start,
+    .cancel = fork_cancel,
+    .result = fork_result,
+    .destroy = fork_destroy,
+};
+
+static char *joined(const char *a, const char *b, const char *c) {
+  buf_t out;
+  buf_init(&out, 0);
+  if (buf_printf(&out, "%s%s%s", a, b, c ? c : "") != 0) {
+    buf_free(&out);
+    return NULL;
+  }
+  return buf_steal(&out, NULL);
+}
+
+/* native.prepareFork(sandbox, options) */
+static napi_value js_prepare_fork(napi_env env, napi_callback_info info) {
+  jsenv_t *js = jsenv_get(env);
+  size_t argc = 2;
+  napi_value argv[2] = {NULL, NULL};
+  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  sandbox_t *sb = sandbox_from_js(env, argc > 0 ? argv[0] : nu_undefined(env));
+  if (sb == NULL) return NULL;
+  err_t err;
+  err_init(&err);
+  napi_value options = argc > 1 ? argv[1] : nu_undefined(env);
+  napi_value id = nu_undefined(env);
+  if (!nu_is_undefined(env, options)) {
+    if (!nu_is_record(env, options)) {
+      err_type(&err, "options must be an object.");
+      return nu_throw_err(js, &err);
+    }
+    id = nu_get(env, options, "id");
+  }
+  if (!nu_is_undefined(env, id) && check_sandbox_id(env, id, &err) != 0) return nu_throw_err(js, &err);
+  fork_op_t *op = op_prepare(env, &fork_vt, sizeof(*op), sb);
+  if (op == NULL) return NULL;
+  op->eng = sb->eng;
+  engine_ref(sb->eng);
+  char uuid[37];
+  if (nu_is_undefined(env, id)) op->fork_id = uuid_v4(uuid) == 0 ? strdup(uuid) : NULL;
+  else op->fork_id = nu_strdup(env, id);
+  if (op->fork_id != NULL) op->fork_name = container_name_for(op->fork_id);
+  if (op->fork_name != NULL && uuid_v4(uuid) == 0) op->volume = joined(op->fork_name, "-workspace-", uuid);
+  if (op->fork_name != NULL) op->helper_name = joined(op->fork_name, "-copy", NULL);
+  if (!op->fork_id || !op->fork_name || !op->volume || !op->helper_name) err_oom(&err);
+  return op_prepared(&op->op, &err);
+}
+
+/* ---- removing an owned image ---- */
+
+typedef struct image_op {
+  op_t op;
+  http_req_t *req;
+} image_op_t;
+
+static void on_image_removed(http_req_t *req, void *ud) {
+  image_op_t *op = ud;
+  op->req = NULL;
+  err_t err;
+  err_init(&err);
+  /* 404: gone already; 409: another fork builds on it (it goes with the last one). */
+  if (!http_req_ok(req) && !http_req_not_found(req) && !is_status(req, 409)) {
+    http_req_error(req, &err);
+    wrap_failure(&err, "Unable to remove the Docker image of a sandbox fork.");
+  }
+  http_req_free(req);
+  op_settle(&op->op, &err);
+}
+
+static void image_start(op_t *o) {
+  image_op_t *op = (image_op_t *)o;
+  err_t err;
+  err_init(&err);
+  const char *image = sandbox_attached(o->sb, &IMAGE_KEY);
+  char *esc = image ? url_escape(image) : NULL;
+  op->req = esc ? http_req_new(o->sb->eng, "DELETE", "/images/%s", esc) : NULL;
+  free(esc);
+  if (op->req == NULL) {
+    err_oom(&err);
+    op_settle(o, &err);
+    return;
+  }
+  if (http_req_start(op->req, on_image_removed, op, &err) != 0) {
+    http_req_free(op->req);
+    op->req = NULL;
+    op_settle(o, &err);
+  }
+}
+
+static void image_cancel(op_t *o) {
+  image_op_t *op = (image_op_t *)o;
+  http_req_free(op->req);
+  op->req = NULL;
+  op_reject_cancelled(o);
+  op_release(o);
+}
+
+static void image_destroy(op_t *o) { http_req_free(((image_op_t *)o)->req); }
+
+static const op_vtable_t image_vt = {
+    .name = "removeOwnedImage",
+    .start = image_start,
+    .cancel = image_cancel,
+    .destroy = image_destroy,
+};
+
+/* native.prepareRemoveOwnedImage(sandbox) -> token, or undefined when it owns none. */
+static napi_value js_prepare_remove_image(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1] = {NULL};
+  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  sandbox_t *sb = sandbox_from_js(env, argc > 0 ? argv[0] : nu_undefined(env));
+  if (sb == NULL) return NULL;
+  if (sandbox_attached(sb, &IMAGE_KEY) == NULL) return nu_undefined(env);
+  image_op_t *op = op_prepare(env, &image_vt, sizeof(*op), sb);
+  if (op == NULL) return NULL;
+  return op_prepared(&op->op, NULL);
+}
+
+void fork_register(napi_env env, napi_value exports) {
+  napi_property_descriptor fns[] = {
+      {"prepareFork", NULL, js_prepare_fork, NULL, NULL, NULL, napi_default, NULL},
+      {"prepareRemoveOwnedImage", NULL, js_prepare_remove_image, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
+}

@@ -1,0 +1,51 @@
+/*
+ * lifetime.h - createSandbox's `lifetime` option, and the client's side of the idle
+ * limit: telling a sandbox's container that it is in use.
+ *
+ * Owns: the activity tracker it attaches to a sandbox with an idle limit (freed with the
+ * sandbox, or at the environment's teardown, whichever comes first): its timer and the
+ * one signal request it may have in flight.
+ *
+ * Idle, precisely: no runtime operation (any call of sandbox.runtime, whichever
+ * transport carries it out) has started or been in progress for idleTimeoutMs. The
+ * container keeps the time (codec/lifetime.h); the client tells it of activity with a
+ * SIGUSR1 to its first process through the engine (POST /containers/{id}/kill?signal=
+ * SIGUSR1, no process in the container), at most once per idle/4: when an operation
+ * starts (unless one was sent less than idle/4 ago), every idle/4 while operations are in
+ * progress, and once more, idle/4 after the previous one at the latest, once the last
+ * one has ended, so the container always hears of activity at or after its end. So the
+ * container stops no sooner than idleTimeoutMs after the last operation ended, while
+ * this process lives; once it is gone (killed, crashed), nothing keeps the container
+ * awake and it stops idleTimeoutMs (plus up to a second) after the last signal.
+ */
+#ifndef SBX_LIFECYCLE_LIFETIME_H
+#define SBX_LIFECYCLE_LIFETIME_H
+
+#include <node_api.h>
+
+#include "base/err.h"
+#include "codec/lifetime.h"
+#include "napi/jsenv.h"
+#include "sandbox/sandbox.h"
+
+/* options.lifetime: undefined or { idleTimeoutMs?, maxLifetimeMs? }, each an integer in
+ * [LIFETIME_MIN_MS, LIFETIME_MAX_MS] when given. Zeros when absent. 0, or -1 with err set
+ * (TypeError for a non-object, RangeError for a bad value). */
+int lifetime_read(napi_env env, napi_value options, lifetime_t *out, err_t *err);
+
+/* Attaches the activity tracker when `l` has an idle limit (nothing otherwise), for the
+ * environment `js`. 0, or -1 with err set (out of memory). */
+int lifetime_track(jsenv_t *js, sandbox_t *sb, const lifetime_t *l, err_t *err);
+
+/* An operation on the sandbox starts / ends (no-ops without a tracker). */
+void activity_begin(sandbox_t *sb);
+void activity_end(sandbox_t *sb);
+/* No signal may reach the container between hold and release (the engine unpauses a
+ * paused container it signals: fork pauses its parent). Release sends what is owed. */
+void activity_hold(sandbox_t *sb);
+void activity_release(sandbox_t *sb);
+
+/* native.sandboxActivity(sandbox, delta): +1 when an operation starts, -1 when it ends. */
+void lifetime_register(napi_env env, napi_value exports);
+
+#endif
