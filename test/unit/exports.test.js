@@ -1,13 +1,22 @@
-// The module's runtime exports are exactly the original's three, and behave as classes and
-// a function should for code written against the original.
+// The module's runtime exports are the original's three, plus withSandbox and its two
+// cleanup errors (issue 18), and behave as classes and a function should for code written
+// against the original.
 import test from "node:test";
 import assert from "node:assert/strict";
 import * as sandbox from "../../lib/index.js";
 
-test("the runtime exports are exactly DockerSandboxClient, DockerSandboxError, createDockerSandboxTools", () => {
-  assert.deepEqual(Object.keys(sandbox).sort(), ["DockerSandboxClient", "DockerSandboxError", "createDockerSandboxTools"]);
+test("the runtime exports are the original's three, withSandbox and its two errors", () => {
+  assert.deepEqual(Object.keys(sandbox).sort(), [
+    "DockerSandboxCleanupError",
+    "DockerSandboxClient",
+    "DockerSandboxError",
+    "DockerSandboxRunError",
+    "createDockerSandboxTools",
+    "withSandbox",
+  ]);
   assert.equal(typeof sandbox.DockerSandboxClient, "function");
   assert.equal(typeof sandbox.createDockerSandboxTools, "function");
+  assert.equal(typeof sandbox.withSandbox, "function");
 });
 
 test("DockerSandboxError has message, code, details, cause and name, and is an Error", () => {
