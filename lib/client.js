@@ -30,4 +30,19 @@ export class DockerSandboxClient {
     options.abortSignal?.throwIfAborted();
     return new DockerSandboxHandle(await runNative(token, options.abortSignal));
   }
+
+  // Every sandbox on the engine (this package's, any process's, the original's): one
+  // GET /containers/json with a label filter, read natively.
+  async listSandboxes(options = {}) {
+    const token = native.prepareListSandboxes(this.#client, options);
+    options?.abortSignal?.throwIfAborted();
+    return runNative(token, options?.abortSignal);
+  }
+
+  // Removes the sandboxes that match (native: see src/lifecycle/sandboxes.c).
+  async pruneSandboxes(options = {}) {
+    const token = native.preparePruneSandboxes(this.#client, options);
+    options?.abortSignal?.throwIfAborted();
+    return runNative(token, options?.abortSignal);
+  }
 }
