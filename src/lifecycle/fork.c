@@ -451,6 +451,11 @@ static void on_resp(http_req_t *req, void *ud) {
     http_req_free(req);
     return;
   }
+  /* A create the engine refused made nothing: the name may be someone else's. */
+  if (req->curl_result == CURLE_OK && req->status >= 400) {
+    if (op->step == F_HELPER_CREATE) op->helper_attempted = 0;
+    if (op->step == F_CREATE) op->container_attempted = 0;
+  }
   if (op->rollback_when_answered) {
     if (op->step == F_PAUSE && http_req_ok(req)) op->paused = 1;
     if (op->step == F_COMMIT && http_req_ok(req)) {
@@ -653,7 +658,8 @@ static napi_value js_prepare_fork(napi_env env, napi_callback_info info) {
   else op->fork_id = nu_strdup(env, id);
   if (op->fork_id != NULL) op->fork_name = container_name_for(op->fork_id);
   if (op->fork_name != NULL && uuid_v4(uuid) == 0) op->volume = joined(op->fork_name, "-workspace-", uuid);
-  if (op->fork_name != NULL) op->helper_name = joined(op->fork_name, "-copy", NULL);
+  /* Not under anvia-sandbox-: no sandbox's container can have the helper's name. */
+  if (op->fork_name != NULL && uuid_v4(uuid) == 0) op->helper_name = joined("anvia-fork-copy-", uuid, NULL);
   if (!op->fork_id || !op->fork_name || !op->volume || !op->helper_name) err_oom(&err);
   return op_prepared(&op->op, &err);
 }

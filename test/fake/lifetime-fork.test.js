@@ -97,7 +97,10 @@ test("fork: a failed copy names cp's complaint, unpauses the parent (signalled o
   assert.deepEqual(killsWhilePaused, ["POST /containers/anvia-sandbox-par/kill"], order.join("\n"));
   assert.equal(order[unpause - 1], "POST /containers/anvia-sandbox-par/kill");
   // The helper was made from the base image, as root, cp -a, only its capabilities.
-  const helper = fake.seen("POST", "/containers/create").map((r) => r.json()).find((b) => b.Entrypoint?.[0] === "cp");
+  const helperReq = fake.seen("POST", "/containers/create").find((r) => r.json().Entrypoint?.[0] === "cp");
+  const helperName = helperReq.query.name;
+  assert.match(helperName, /^anvia-fork-copy-[0-9a-f-]{36}$/); // never a sandbox's container name
+  const helper = helperReq.json();
   assert.equal(helper.Image, "sha256:base");
   assert.deepEqual(helper.Cmd, ["-a", "/anvia-fork-from/.", "/anvia-fork-to/"]);
   assert.equal(helper.User, "0:0");
@@ -105,13 +108,27 @@ test("fork: a failed copy names cp's complaint, unpauses the parent (signalled o
   assert.equal(helper.HostConfig.NetworkMode, "none");
   assert.equal(helper.HostConfig.Mounts[0].ReadOnly, true);
   // Rolled back: helper, volume and image gone; no fork container was made.
-  assert.ok(fake.seen("DELETE", "/containers/anvia-sandbox-child-copy").length >= 1);
+  assert.ok(fake.seen("DELETE", `/containers/${helperName}`).length >= 1);
   assert.ok(fake.seen("DELETE", /^\/volumes\/anvia-sandbox-child-workspace-/).length === 1);
   assert.equal(fake.seen("DELETE", "/images/sha256:committed").length, 1);
   assert.equal(fake.state.containers.has("anvia-sandbox-child"), false);
-  assert.equal(fake.state.containers.has("anvia-sandbox-child-copy"), false);
+  assert.equal(fake.state.containers.has(helperName), false);
   // The parent is still usable.
   assert.equal((await sandbox.runtime.exec({ command: "true" })).exitCode, 0);
+});
+
+test("fork: a name taken between the check and the create is refused, and the rollback leaves that container alone", T, async (t) => {
+  const { fake, sandbox } = await resumed(t, "racer", {}, { Image: "sha256:base" });
+  forkRoutes(fake);
+  fake.route("POST", "/containers/create", (req, res, ctx) => {
+    if (req.query.name !== "anvia-sandbox-taken") return ctx.next();
+    fake.addContainer("taken", { running: true }); // someone else's, made just now
+    res.json(409, { message: 'Conflict. The container name "/anvia-sandbox-taken" is already in use.' });
+  });
+  await assert.rejects(sandbox.fork({ id: "taken" }), (e) => e instanceof DockerSandboxError && /already in use/.test(e.message));
+  assert.equal(fake.seen("DELETE", "/containers/anvia-sandbox-taken").length, 0);
+  assert.ok(fake.state.containers.has("anvia-sandbox-taken"));
+  assert.equal(fake.seen("DELETE", "/images/sha256:committed").length, 1);
 });
 
 test("fork: the fork's body is its parent's configuration on the committed image; destroy removes its image", T, async (t) => {
