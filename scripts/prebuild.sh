@@ -9,9 +9,13 @@
 #    (node-gyp against the system's shared libraries) for this platform only, with a warning.
 #  - ANVIA_SANDBOX_PREBUILT=self-contained fails instead of falling back.
 #  - ANVIA_SANDBOX_NO_PREBUILT=1 packs none (the source build is then the only way in).
+# `prebuild.sh DIR` fills DIR (absolute, or relative to the package) instead of prebuilds/:
+# test/integration/consumer.test.js packs a scratch copy of the package that way, leaving
+# the checkout's prebuilds/ alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rm -rf prebuilds
+out="${1:-prebuilds}"
+rm -rf "$out"
 [ "${ANVIA_SANDBOX_NO_PREBUILT:-}" = 1 ] && exit 0
 
 mode="${ANVIA_SANDBOX_PREBUILT:-auto}"
@@ -24,13 +28,13 @@ if [ "$mode" = auto ]; then
 fi
 case "$mode" in
   self-contained)
-    bash scripts/prebuilt/build.sh --out prebuilds >&2
+    bash scripts/prebuilt/build.sh --out "$out" >&2
     ;;
   host)
     echo "prebuild: packing this machine's release build, which needs the system's libcurl, libarchive and jansson;" \
          "the self-contained binaries need Linux x86_64, root, mmdebstrap and /usr/include/node (scripts/prebuilt/build.sh)." >&2
     bash scripts/build.sh
-    target="prebuilds/$(node -p 'process.platform + "-" + process.arch')"
+    target="$out/$(node -p 'process.platform + "-" + process.arch')"
     mkdir -p "$target"
     cp build/Release/anvia_sandbox.node "$target/anvia_sandbox.napi.node"
     strip --strip-unneeded "$target/anvia_sandbox.napi.node"

@@ -58,8 +58,8 @@ function prerequisites() {
 // Packed once for every test here. Not with `npm pack` in the checkout: package.test.js
 // packs there at the same time (the suites run two at a time), and each pack's prepack and
 // postpack add and remove the checkout's prebuilds/. So: the package's own file list, copied
-// to a scratch folder with the self-contained binaries, packed with scripts off. The
-// binaries come from the same script `npm pack` runs (scripts/prebuild.sh).
+// to a scratch folder, its prebuilds/ filled by the prepack script itself
+// (scripts/prebuild.sh DIR, made to use the self-contained build), packed with scripts off.
 const work = mkdtempSync(join(tmpdir(), "anvia-consumer-"));
 let tgz;
 let zodTgz;
@@ -79,7 +79,10 @@ before(async () => {
     cpSync(join(repo, path), join(pkg, path));
   }
   const started = Date.now();
-  await run("bash", [join(repo, "scripts/prebuilt/build.sh"), "--out", join(pkg, "prebuilds")], { timeout: 3_600_000 });
+  await run("bash", [join(repo, "scripts/prebuild.sh"), join(pkg, "prebuilds")], {
+    timeout: 3_600_000,
+    env: { ...cleanEnv, ANVIA_SANDBOX_PREBUILT: "self-contained" },
+  });
   console.log(`# self-contained binaries ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const dist = join(work, "dist");
   mkdirSync(dist);
