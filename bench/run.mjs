@@ -1,33 +1,38 @@
 #!/usr/bin/env node
-// `npm run bench`: the same operations three ways, in one process and one run, against
-// the same engine and image: this package, the original's docker CLI invocations, and
-// dockerode. Runs are interleaved (run i does every implementation once, in an order
-// that rotates with i) so that drift on the machine hits all three alike, and each
-// baseline's ratio to this package is computed pair by pair (run i against run i).
+// `npm run bench`: the same operations four ways, in one process and one run, against
+// the same engine and image: this package through its in-sandbox agent ("agent":
+// transport "agent"), this package through the Engine API ("engine": transport
+// "engine"), the original's docker CLI invocations ("cli"), and dockerode. Runs are
+// interleaved (run i does every implementation once, in an order that rotates with i) so
+// that drift on the machine hits all four alike, and ratios are computed pair by pair
+// (run i against run i): CLI/engine, dockerode/engine, engine/agent, CLI/agent.
 //
 //   node --expose-gc bench/run.mjs [options]      (re-executes itself with --expose-gc)
 //
-// Options (defaults size the whole run at about 10-15 minutes on a 2-core machine):
+// Options (defaults size the whole run at about 15-20 minutes on a 2-core machine):
 //   --scale F            multiply every default run count by F (at least 1 run each)
 //   --runs N             runs per operation (overrides the defaults and --scale)
 //   --warmup N           warm-up runs per operation (default 3)
 //   --op KEY=N           runs for one operation (repeatable); keys are listed by --list
 //   --only KEY,KEY       only these operations and extras (execStream, eventLoopDelay,
-//                        leak); keys are listed by --list
+//                        leak, agentLeak, agentFirstCall, ...); keys are listed by --list
 //   --large-kib N        size of the "1 MiB" payloads, in KiB (default 1024)
 //   --stream-mib N       execStream size in MiB (default 256); --stream-runs N (default 3)
 //   --concurrency N      concurrent execs for the event-loop test (default 64);
 //   --eld-rounds N       rounds of it per implementation (default 3)
-//   --leak-execs N       execs between the RSS/fd readings (default 5000);
-//   --leak-warmup N      execs before the first reading (default 300);
-//   --leak-concurrency N execs in flight during the leak test (default 2)
-//   --no-extras          skip the stream, event-loop and leak measurements
+//   --leak-execs N       engine leak test: execs between the RSS/fd readings (default 5000);
+//   --leak-warmup N      execs before the first reading, both leak tests (default 300);
+//   --leak-concurrency N calls in flight during both leak tests (default 2)
+//   --agent-leak-ops N   agent leak test: operations between the readings, a rotation of
+//                        exec, writeTextFile, readFile, listFiles (default 10000)
+//   --first-call-runs N  fresh sandboxes for the agent's first-call cost (default 8)
+//   --no-extras          skip the stream, first-call, event-loop and leak measurements
 //   --smoke              one run of everything with tiny sizes (used by the tests)
 //   --out FILE           write the JSON there (default bench/results/<date>.json and
 //                        bench/results/latest.json)
 //   --id-prefix P        sandbox ids start with P (default "bench")
 //   --list               print the operation keys and exit
-import { spawn, execFileSync } from "node:child_process";
+import { spawn, execFile, execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -56,9 +61,22 @@ const OPERATIONS = [
   ["stopProcess", "stopProcess", 20],
   ["waitForPort", "waitForPort (listening)", 30],
 ];
-const EXTRAS = ["execStream", "eventLoopDelay", "leak"];
-const IMPLS = ["package", "cli", "dockerode"];
-const IMPL_LABEL = { package: "this package", cli: "docker CLI", dockerode: "dockerode" };
+const EXTRAS = ["execStream", "eventLoopDelay", "leak", "agentLeak", "agentFirstCall"];
+// The columns. "agent" and "engine" are both this package (its public API), through a
+// client with transport "agent" and one with transport "engine".
+const IMPLS = ["agent", "engine", "cli", "dockerode"];
+const IMPL_LABEL = { agent: "agent", engine: "engine", cli: "docker CLI", dockerode: "dockerode" };
+// Pair ratios (run i against run i), numerator over denominator: [key, numerator, denominator, label].
+const RATIOS = [
+  ["cliOverEngine", "cli", "engine", "CLI/engine"],
+  ["dockerodeOverEngine", "dockerode", "engine", "dockerode/engine"],
+  ["engineOverAgent", "engine", "agent", "engine/agent"],
+  ["cliOverAgent", "cli", "agent", "CLI/agent"],
+];
+// Schema-1 names kept in the JSON for older readers: "package" was the one column of this
+// package (today's "engine"), and its ratios were cliOverPackage / dockerodeOverPackage.
+const LEGACY_ALIASES = { package: "engine" };
+const LEGACY_RATIOS = { cliOverPackage: "cliOverEngine", dockerodeOverPackage: "dockerodeOverEngine" };
 
 function parseArgs(argv) {
   const o = {
@@ -75,6 +93,8 @@ function parseArgs(argv) {
     leakExecs: 5000,
     leakWarmup: 300,
     leakConcurrency: 2,
+    agentLeakOps: 10000,
+    firstCallRuns: 8,
     extras: true,
     smoke: false,
     out: undefined,
@@ -120,6 +140,8 @@ function parseArgs(argv) {
       case "--leak-execs": o.leakExecs = Math.max(1, Math.round(num(next(), arg))); break;
       case "--leak-warmup": o.leakWarmup = Math.round(num(next(), arg)); break;
       case "--leak-concurrency": o.leakConcurrency = Math.max(1, Math.round(num(next(), arg))); break;
+      case "--agent-leak-ops": o.agentLeakOps = Math.max(1, Math.round(num(next(), arg))); break;
+      case "--first-call-runs": o.firstCallRuns = Math.max(1, Math.round(num(next(), arg))); break;
       case "--no-extras": o.extras = false; break;
       case "--smoke": o.smoke = true; break;
       case "--out": o.out = path.resolve(next()); break;
@@ -127,7 +149,12 @@ function parseArgs(argv) {
       case "--id-prefix": o.idPrefix = next(); break;
       case "--help":
       case "-h":
-        process.stdout.write(readFileSync(fileURLToPath(import.meta.url), "utf8").split("\n").filter((l) => l.startsWith("//")).slice(0, 30).map((l) => l.slice(3)).join("\n") + "\n");
+        {
+          // The header comment, up to the first line of code.
+          const lines = readFileSync(fileURLToPath(import.meta.url), "utf8").split("\n").slice(1);
+          const end = lines.findIndex((l) => !l.startsWith("//"));
+          process.stdout.write(lines.slice(0, end).map((l) => l.slice(3)).join("\n") + "\n");
+        }
         process.exit(0);
         break;
       default:
@@ -145,6 +172,8 @@ function parseArgs(argv) {
       eldRounds: 1,
       leakExecs: Math.min(o.leakExecs, 10),
       leakWarmup: Math.min(o.leakWarmup, 2),
+      agentLeakOps: Math.min(o.agentLeakOps, 20),
+      firstCallRuns: 1,
     });
   }
   return o;
@@ -159,7 +188,7 @@ function runsFor(o, key, defaultRuns) {
 // ---------------------------------------------------------------- helpers
 
 const log = (msg) => process.stderr.write(`\x1b[2m[bench]\x1b[0m ${msg}\n`);
-const fmtMs = (v) => (Number.isFinite(v) ? (v >= 100 ? v.toFixed(0) : v.toFixed(1)) : "-");
+const fmtMs = (v) => (Number.isFinite(v) ? (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)) : "-");
 const fmtX = (v) => (Number.isFinite(v) ? `${v.toFixed(2)}x` : "-");
 const sizeLabel = (bytes) => (bytes % (1024 * 1024) === 0 ? `${bytes / 1024 / 1024} MiB` : `${bytes / 1024} KiB`);
 
@@ -220,9 +249,12 @@ async function main() {
     console.log(`extras: ${EXTRAS.join(", ")}`);
     return 0;
   }
-  const { IMAGE, PORT, BENCH_MAX_PROCESSES, newSandboxId, setIdPrefix, summarize, pairRatios, sleep } = await import("./common.mjs");
+  const { IMAGE, PORT, BENCH_MAX_PROCESSES, newSandboxId, setIdPrefix, summarize: summarize0, quantile, pairRatios, sleep } = await import("./common.mjs");
+  // common.mjs's summary plus the 99th percentile (an agent target).
+  const summarize = (samples) => ({ ...summarize0(samples), p99: quantile([...samples].sort((a, b) => a - b), 0.99) });
   if (o.idPrefix !== undefined) setIdPrefix(o.idPrefix);
   const pkgPath = await import("./package-path.mjs");
+  const { agent: agentPath, engine: enginePath } = pkgPath;
   const cliPath = await import("./cli-path.mjs");
   const dockerodePath = await import("./dockerode-path.mjs");
 
@@ -283,10 +315,17 @@ async function main() {
       leakExecs: o.leakExecs,
       leakWarmup: o.leakWarmup,
       leakConcurrency: o.leakConcurrency,
+      agentLeakOps: o.agentLeakOps,
+      firstCallRuns: o.firstCallRuns,
+      implementations: IMPLS,
+      ratios: Object.fromEntries(RATIOS.map(([key, num, den]) => [key, `${num} / ${den}`])),
+      legacyAliases: { ...LEGACY_ALIASES, ...LEGACY_RATIOS },
       notes: [
+        "agent and engine are this package through a client with transport \"agent\" and one with transport \"engine\"; cli is the original's docker CLI invocations; dockerode makes this package's Engine API calls.",
         "Runs are interleaved: run i measures every implementation once, in an order rotating with i.",
-        "Ratios are baseline time / this package's time, run i against run i; the median of those pairs is reported, with a bootstrap 95% interval.",
-        "The runtime operations of all three work on one sandbox (created by this package, bridge network, port 8080 published, busybox httpd listening); createSandbox/destroy use a fresh sandbox per implementation and run.",
+        "Ratios are numerator time / denominator time, run i against run i; the median of those pairs is reported, with a bootstrap 95% interval.",
+        "The runtime operations of all four work on one sandbox (created by the engine client, bridge network, port 8080 published, busybox httpd listening; the agent client attaches to it with resumeSandbox and places its agent before any timing); createSandbox/destroy use a fresh sandbox per implementation and run.",
+        "The agent's placement and start on a fresh sandbox is measured apart (extras.agentFirstCall); warm-up runs keep it and other first-time costs out of the per-operation samples.",
         "writeTextFile and readFile use paths one directory deep (so the CLI path runs its `mkdir -p` exec, as the original does for any nested path).",
         "The bench sandbox allows 1000 managed processes so repeated start/stop does not add the original's pruning checks.",
       ],
@@ -304,17 +343,20 @@ async function main() {
     result.operations[key] = { label: label.replace("{L}", L), runs: runsFor(o, key, defaultRuns), warmup: o.warmup };
   }
 
+  const emptySamples = () => Object.fromEntries(IMPLS.map((impl) => [impl, []]));
   const record = (key, samples) => {
     const entry = result.operations[key];
-    entry.samplesMs = samples;
+    entry.samplesMs = { ...samples };
     for (const impl of IMPLS) entry[impl] = summarize(samples[impl]);
-    entry.ratios = {
-      cliOverPackage: pairRatios(samples.cli, samples.package),
-      dockerodeOverPackage: pairRatios(samples.dockerode, samples.package),
-    };
+    entry.ratios = Object.fromEntries(RATIOS.map(([k, num, den]) => [k, pairRatios(samples[num], samples[den])]));
+    for (const [alias, impl] of Object.entries(LEGACY_ALIASES)) {
+      entry.samplesMs[alias] = samples[impl];
+      entry[alias] = entry[impl];
+    }
+    for (const [alias, k] of Object.entries(LEGACY_RATIOS)) entry.ratios[alias] = entry.ratios[k];
     log(
-      `${entry.label}: package ${fmtMs(entry.package.median)} ms, CLI ${fmtMs(entry.cli.median)} ms, dockerode ${fmtMs(entry.dockerode.median)} ms ` +
-        `(CLI/pkg ${fmtX(entry.ratios.cliOverPackage.median)}, dockerode/pkg ${fmtX(entry.ratios.dockerodeOverPackage.median)})`,
+      `${entry.label}: ${IMPLS.map((impl) => `${IMPL_LABEL[impl]} ${fmtMs(entry[impl].median)} ms`).join(", ")} ` +
+        `(${RATIOS.map(([k, , , label]) => `${label} ${fmtX(entry.ratios[k].median)}`).join(", ")})`,
     );
   };
   const failed = (key, error) => {
@@ -328,12 +370,39 @@ async function main() {
   try {
     // ------------------------------------------------------------ the shared sandbox
     log("creating the bench sandbox and its fixtures");
-    const shared = track(await pkgPath.createSandbox({ image: IMAGE, id: newSandboxId("shared"), ports: [PORT], maxProcesses: BENCH_MAX_PROCESSES }));
+    const shared = track(await enginePath.createSandbox({ image: IMAGE, id: newSandboxId("shared"), ports: [PORT], maxProcesses: BENCH_MAX_PROCESSES }));
+
+    // The agent column: its own client attaches to the shared sandbox with resumeSandbox
+    // (and never destroys it: the engine client that made it does). resumeSandbox
+    // restarts a running container (as the original's does), which ends every process in
+    // it and publishes the port on a new host port: so it comes first, before the fixtures
+    // and the server, and the port is read from its handle. The engine client's handle
+    // keeps the host port from before the restart in its publishedPorts (it cannot know
+    // another client restarted the container); config.engineHandleHostPort records it.
+    // Then the agent's first call places and starts the agent, untimed, so that no sample
+    // below pays for it (even with --warmup 0).
+    const resumeStarted = performance.now();
+    const sharedAgent = await agentPath.resumeSandbox(shared.id);
+    result.config.sharedSandboxAgentResumeMs = performance.now() - resumeStarted;
+    {
+      const s = performance.now();
+      const first = await sharedAgent.exec({ command: "true" });
+      if (first.exitCode !== 0) throw new Error("the agent's first exec on the shared sandbox failed");
+      result.config.sharedSandboxAgentFirstExecMs = performance.now() - s;
+      log(
+        `agent client attached to the shared sandbox (resumeSandbox ${fmtMs(result.config.sharedSandboxAgentResumeMs)} ms, a restart), ` +
+          `first exec ${fmtMs(result.config.sharedSandboxAgentFirstExecMs)} ms (agent placed and started)`,
+      );
+    }
+    const publishedPorts = sharedAgent.publishedPorts;
+    result.config.sharedSandboxHostPort = publishedPorts[0].hostPort;
+    result.config.engineHandleHostPort = shared.publishedPorts[0].hostPort;
+
     const fixture = await shared.exec({
       command: "sh",
       args: [
         "-c",
-        'set -e; mkdir -p data out list100 www; i=0; while [ $i -lt 100 ]; do printf "entry %d\\n" $i > list100/f$(printf %03d $i); i=$((i + 1)); done; echo ok > www/index.html',
+        'set -e; mkdir -p data out leak list100 www; i=0; while [ $i -lt 100 ]; do printf "entry %d\\n" $i > list100/f$(printf %03d $i); i=$((i + 1)); done; echo ok > www/index.html',
       ],
     });
     if (fixture.exitCode !== 0) throw new Error(`fixture exec failed: ${new TextDecoder().decode(fixture.stderr)}`);
@@ -341,23 +410,24 @@ async function main() {
     await shared.writeTextFile({ path: "data/large.txt", text: largeText });
     const server = await shared.startProcess({ command: "busybox", args: ["httpd", "-f", "-p", `${PORT}`, "-h", "/workspace/www"] });
     await shared.waitForPort({ containerPort: PORT, timeoutMs: 10_000 });
-    const hostPort = shared.publishedPorts[0].hostPort;
+    const hostPort = publishedPorts[0].hostPort;
 
     const targets = {
-      package: shared,
+      agent: sharedAgent,
+      engine: shared,
       cli: new cliPath.CliSandbox({
         id: shared.id,
         containerName: shared.containerName,
         volumeName: undefined,
         ownsVolume: false,
-        publishedPorts: shared.publishedPorts.map((p) => ({ ...p })),
+        publishedPorts: publishedPorts.map((p) => ({ ...p })),
         maxProcesses: BENCH_MAX_PROCESSES,
       }),
       dockerode: dockerodePath.attach({
         id: shared.id,
         containerName: shared.containerName,
         volumeName: undefined,
-        publishedPorts: shared.publishedPorts.map((p) => ({ ...p })),
+        publishedPorts: publishedPorts.map((p) => ({ ...p })),
       }),
     };
 
@@ -387,14 +457,16 @@ async function main() {
       [
         "waitForPort",
         (t) => t.waitForPort({ containerPort: PORT, timeoutMs: 10_000 }),
-        (r) => expect(r.containerPort === PORT && r.hostPort === hostPort, "the published port"),
+        // Each handle answers with the port it knows (the engine handle's may predate the
+        // agent client's restart: see above).
+        (r, t) => expect(r.containerPort === PORT && r.hostPort === t.publishedPorts[0].hostPort, "the published port"),
       ],
     ];
 
     for (const [key, run, check] of simple) {
       if (!want(key)) continue;
       const { runs } = result.operations[key];
-      const samples = { package: [], cli: [], dockerode: [] };
+      const samples = emptySamples();
       const t0 = performance.now();
       try {
         for (let i = 0; i < o.warmup + runs; i++) {
@@ -402,7 +474,7 @@ async function main() {
             const s = performance.now();
             const r = await run(targets[impl], impl);
             const ms = performance.now() - s;
-            check(r);
+            check(r, targets[impl]);
             if (i >= o.warmup) samples[impl].push(ms);
           }
         }
@@ -413,7 +485,7 @@ async function main() {
       }
     }
     if (want("writeTextFileSmall") || want("writeTextFileLarge")) {
-      // The writes of all three landed, with the right sizes.
+      // The writes of all four landed, with the right sizes.
       const sizes = await shared.exec({ command: "sh", args: ["-c", "wc -c out/*.txt"] });
       const text = decode(sizes.stdout);
       for (const impl of IMPLS) {
@@ -425,8 +497,8 @@ async function main() {
     // ------------------------------------------------------------ start and stop a process
     if (want("startProcess") || want("stopProcess")) {
       const runs = Math.max(result.operations.startProcess?.runs ?? 0, result.operations.stopProcess?.runs ?? 0);
-      const start = { package: [], cli: [], dockerode: [] };
-      const stop = { package: [], cli: [], dockerode: [] };
+      const start = emptySamples();
+      const stop = emptySamples();
       const t0 = performance.now();
       try {
         for (let i = 0; i < o.warmup + runs; i++) {
@@ -460,10 +532,11 @@ async function main() {
     // ------------------------------------------------------------ create and destroy
     if (want("createSandbox") || want("destroy")) {
       const runs = Math.max(result.operations.createSandbox?.runs ?? 0, result.operations.destroy?.runs ?? 0);
-      const create = { package: [], cli: [], dockerode: [] };
-      const destroy = { package: [], cli: [], dockerode: [] };
+      const create = emptySamples();
+      const destroy = emptySamples();
       const makers = {
-        package: () => pkgPath.createSandbox({ image: IMAGE, id: newSandboxId("pkg"), ports: [PORT], files: initialFiles }),
+        agent: () => agentPath.createSandbox({ image: IMAGE, id: newSandboxId("agent"), ports: [PORT], files: initialFiles }),
+        engine: () => enginePath.createSandbox({ image: IMAGE, id: newSandboxId("engine"), ports: [PORT], files: initialFiles }),
         cli: () => cliPath.createSandbox({ image: IMAGE, id: newSandboxId("cli"), ports: [PORT], files: initialFiles }),
         dockerode: () => dockerodePath.createSandbox({ image: IMAGE, id: newSandboxId("dockerode"), ports: [PORT], files: initialFiles }),
       };
@@ -497,7 +570,12 @@ async function main() {
             if (i >= o.warmup) destroy[impl].push(ms);
           }
         }
-        if (want("createSandbox")) record("createSandbox", create);
+        if (want("createSandbox")) {
+          record("createSandbox", create);
+          // The agent target: creating through an agent-transport client costs about what it
+          // costs through an engine-transport one.
+          result.operations.createSandbox.ratios.agentOverEngine = pairRatios(create.agent, create.engine);
+        }
         if (want("destroy")) record("destroy", destroy);
         for (const key of ["createSandbox", "destroy"]) if (want(key)) result.operations[key].wallSeconds = (performance.now() - t0) / 1000;
       } catch (error) {
@@ -506,20 +584,79 @@ async function main() {
     }
 
     if (o.extras) {
+      // ---------------------------------------------------------- the agent's first call
+      // A fresh sandbox per run, made by the agent client (no network, no files): its first
+      // exec places and starts the agent, its second is a warm call, and first - second is
+      // the one-time cost. The engine client does the same on a fresh sandbox of its own in
+      // the same run (order rotating), as the control: an engine's first exec on a new
+      // container against its second.
+      if (wantExtra("agentFirstCall")) try {
+        const FIRST = ["agent", "engine"];
+        const samples = Object.fromEntries(FIRST.map((impl) => [impl, { createMs: [], firstExecMs: [], secondExecMs: [], oneTimeMs: [] }]));
+        const agentRssKiB = [];
+        const agentFds = [];
+        for (let i = 0; i < o.firstCallRuns; i++) {
+          for (const impl of rotate(FIRST, i)) {
+            const p = impl === "agent" ? agentPath : enginePath;
+            let s = performance.now();
+            const sb = track(await p.createSandbox({ image: IMAGE, id: newSandboxId(`first-${impl}`) }));
+            const createMs = performance.now() - s;
+            try {
+              s = performance.now();
+              const r1 = await sb.exec({ command: "true" });
+              const firstExecMs = performance.now() - s;
+              s = performance.now();
+              const r2 = await sb.exec({ command: "true" });
+              const secondExecMs = performance.now() - s;
+              expect(r1.exitCode === 0 && r2.exitCode === 0, `${impl}: both execs exit 0`);
+              const x = samples[impl];
+              x.createMs.push(createMs);
+              x.firstExecMs.push(firstExecMs);
+              x.secondExecMs.push(secondExecMs);
+              x.oneTimeMs.push(firstExecMs - secondExecMs);
+              if (impl === "agent") {
+                const agent = mainAgent(await agentProcesses(sb.containerName));
+                expect(agent !== undefined, "an agent process runs in the agent client's sandbox");
+                agentRssKiB.push(agent.vmRssKiB);
+                agentFds.push(agent.fds);
+              }
+            } finally {
+              await destroyTracked(sb);
+            }
+          }
+        }
+        const fc = { runs: o.firstCallRuns, sandbox: "fresh, made by the same client, no network, no files" };
+        for (const impl of FIRST) {
+          fc[impl] = Object.fromEntries(Object.entries(samples[impl]).map(([k, v]) => [k, summarize(v)]));
+          fc[impl].samplesMs = samples[impl];
+        }
+        fc.agent.processVmRssKiB = { ...summarize(agentRssKiB), samples: agentRssKiB };
+        fc.agent.processFds = { ...summarize(agentFds), samples: agentFds };
+        result.extras.agentFirstCall = fc;
+        log(
+          `agent first call: first exec ${fmtMs(fc.agent.firstExecMs.median)} ms, second ${fmtMs(fc.agent.secondExecMs.median)} ms, one-time ${fmtMs(fc.agent.oneTimeMs.median)} ms ` +
+            `(engine: first ${fmtMs(fc.engine.firstExecMs.median)} ms, second ${fmtMs(fc.engine.secondExecMs.median)} ms); agent VmRSS ${fc.agent.processVmRssKiB.median} KiB`,
+        );
+      } catch (error) {
+        failed("agentFirstCall", error);
+      }
+
       // ---------------------------------------------------------- execStream throughput
       const streamBytes = o.streamMiB * 1024 * 1024;
       const streamCmd = { command: "head", args: ["-c", `${streamBytes}`, "/dev/zero"], timeoutMs: 300_000 };
+      const pkgStreamer = (t) => async () => {
+        let n = 0;
+        let res;
+        for await (const ev of t.execStream(streamCmd)) {
+          if (ev.type === "stdout") n += ev.data.byteLength;
+          else if (ev.type === "result") res = ev.result;
+        }
+        expect(res?.exitCode === 0, "stream exit 0");
+        return n;
+      };
       const streamers = {
-        package: async () => {
-          let n = 0;
-          let res;
-          for await (const ev of shared.execStream(streamCmd)) {
-            if (ev.type === "stdout") n += ev.data.byteLength;
-            else if (ev.type === "result") res = ev.result;
-          }
-          expect(res?.exitCode === 0, "stream exit 0");
-          return n;
-        },
+        agent: pkgStreamer(targets.agent),
+        engine: pkgStreamer(targets.engine),
         cli: async () => {
           let n = 0;
           let res;
@@ -539,7 +676,7 @@ async function main() {
       };
       if (wantExtra("execStream")) try {
         const stream = { bytes: streamBytes, runs: o.streamRuns };
-        const mibps = { package: [], cli: [], dockerode: [] };
+        const mibps = emptySamples();
         for (let i = 0; i < o.streamRuns; i++) {
           for (const impl of rotate(IMPLS, i)) {
             const s = performance.now();
@@ -550,8 +687,9 @@ async function main() {
           }
         }
         for (const impl of IMPLS) stream[impl] = { ...summarize(mibps[impl]), samples: mibps[impl] };
+        for (const [alias, impl] of Object.entries(LEGACY_ALIASES)) stream[alias] = stream[impl];
         result.extras.execStream = stream;
-        log(`execStream ${o.streamMiB} MiB: package ${stream.package.median.toFixed(0)} MiB/s, CLI ${stream.cli.median.toFixed(0)} MiB/s, dockerode ${stream.dockerode.median.toFixed(0)} MiB/s`);
+        log(`execStream ${o.streamMiB} MiB: ${IMPLS.map((impl) => `${IMPL_LABEL[impl]} ${stream[impl].median.toFixed(0)} MiB/s`).join(", ")}`);
       } catch (error) {
         failed("execStream", error);
       }
@@ -559,6 +697,19 @@ async function main() {
       // ---------------------------------------------------------- RSS and descriptors
       // Before the event-loop test: its bursts of 64 requests leave idle connections in
       // the package's (and dockerode's) pools, which would inflate the first reading.
+      // "leak": execs through the engine client; "agentLeak": a rotation of exec,
+      // writeTextFile, readFile and listFiles through the agent client, with the agent's
+      // own RSS and descriptors read in the container as well.
+      const settle = async () => {
+        for (let i = 0; i < 3; i++) {
+          globalThis.gc();
+          await sleep(50);
+        }
+      };
+      const reading = () => {
+        const m = process.memoryUsage();
+        return { rssBytes: m.rss, heapUsedBytes: m.heapUsed, externalBytes: m.external, arrayBuffersBytes: m.arrayBuffers, openFds: fdCount() };
+      };
       if (wantExtra("leak")) try {
         const runExecs = async (count) => {
           let next = 0;
@@ -572,17 +723,7 @@ async function main() {
             }),
           );
         };
-        const settle = async () => {
-          for (let i = 0; i < 3; i++) {
-            globalThis.gc();
-            await sleep(50);
-          }
-        };
-        const reading = () => {
-          const m = process.memoryUsage();
-          return { rssBytes: m.rss, heapUsedBytes: m.heapUsed, externalBytes: m.external, arrayBuffersBytes: m.arrayBuffers, openFds: fdCount() };
-        };
-        log(`leak test: ${o.leakWarmup} warm-up execs, then ${o.leakExecs} execs (${o.leakConcurrency} in flight)`);
+        log(`leak test (engine): ${o.leakWarmup} warm-up execs, then ${o.leakExecs} execs (${o.leakConcurrency} in flight)`);
         await runExecs(o.leakWarmup);
         await settle();
         const before = reading();
@@ -599,6 +740,7 @@ async function main() {
         await settle();
         const after = reading();
         result.extras.leak = {
+          transport: "engine",
           execs: o.leakExecs,
           warmup: o.leakWarmup,
           concurrency: o.leakConcurrency,
@@ -612,18 +754,103 @@ async function main() {
           series,
         };
         log(
-          `leak test: RSS ${(before.rssBytes / 2 ** 20).toFixed(1)} -> ${(after.rssBytes / 2 ** 20).toFixed(1)} MiB, fds ${before.openFds} -> ${after.openFds}, ` +
+          `leak test (engine): RSS ${(before.rssBytes / 2 ** 20).toFixed(1)} -> ${(after.rssBytes / 2 ** 20).toFixed(1)} MiB, fds ${before.openFds} -> ${after.openFds}, ` +
             `${(o.leakExecs / seconds).toFixed(1)} exec/s`,
         );
       } catch (error) {
         failed("leak", error);
       }
+      if (wantExtra("agentLeak")) try {
+        const total = o.agentLeakOps;
+        const a = targets.agent;
+        const MIX = [
+          ["exec", () => a.exec({ command: "true" }), (r) => r.exitCode === 0],
+          ["writeTextFile", (k) => a.writeTextFile({ path: `leak/f${k % 16}.txt`, text: smallText }), () => true],
+          ["readFile", () => a.readFile({ path: "data/small.txt" }), (r) => r.byteLength === 1024],
+          ["listFiles", () => a.listFiles({ path: "list100" }), (r) => r.length === 100],
+        ];
+        let counter = 0;
+        const runOps = async (count) => {
+          let next = 0;
+          await Promise.all(
+            Array.from({ length: Math.min(o.leakConcurrency, count) }, async () => {
+              while (next < count) {
+                next++;
+                const k = counter++;
+                const [name, run, ok] = MIX[k % MIX.length];
+                if (!ok(await run(k))) throw new Error(`${name} through the agent returned something unexpected`);
+              }
+            }),
+          );
+        };
+        const agentReading = async () => {
+          const agent = mainAgent(await agentProcesses(shared.containerName));
+          if (agent === undefined) throw new Error("no agent process in the shared sandbox");
+          return agent;
+        };
+        log(`leak test (agent): ${o.leakWarmup} warm-up operations, then ${total} (${MIX.map(([n]) => n).join(", ")} in turn; ${o.leakConcurrency} in flight)`);
+        await runOps(o.leakWarmup);
+        await settle();
+        const before = reading();
+        const agentBefore = await agentReading();
+        const series = [];
+        const step = Math.max(1, Math.ceil(total / 10));
+        let seconds = 0;
+        for (let done = 0; done < total; done += step) {
+          const s = performance.now();
+          await runOps(Math.min(step, total - done));
+          seconds += (performance.now() - s) / 1000;
+          const agent = await agentReading();
+          const point = { operations: Math.min(done + step, total), rssBytes: process.memoryUsage().rss, openFds: fdCount(), agentVmRssKiB: agent.vmRssKiB, agentFds: agent.fds, agentPid: agent.pid };
+          series.push(point);
+          log(
+            `  ${point.operations}/${total} operations, RSS ${(point.rssBytes / 2 ** 20).toFixed(1)} MiB, ${point.openFds} fds; ` +
+              `agent (pid ${agent.pid}) VmRSS ${agent.vmRssKiB} KiB, ${agent.fds} fds`,
+          );
+        }
+        await settle();
+        const after = reading();
+        const agentAfter = await agentReading();
+        result.extras.agentLeak = {
+          transport: "agent",
+          operations: total,
+          mix: MIX.map(([n]) => n),
+          warmup: o.leakWarmup,
+          concurrency: o.leakConcurrency,
+          seconds, // the operations' time, without the readings in the container
+          operationsPerSecond: total / seconds,
+          before,
+          after,
+          rssGrowthBytes: after.rssBytes - before.rssBytes,
+          heapGrowthBytes: after.heapUsedBytes - before.heapUsedBytes,
+          fdGrowth: after.openFds - before.openFds,
+          agentProcess: {
+            before: agentBefore,
+            after: agentAfter,
+            samePid: agentBefore.pid === agentAfter.pid,
+            vmRssGrowthKiB: agentAfter.vmRssKiB - agentBefore.vmRssKiB,
+            fdGrowth: agentAfter.fds - agentBefore.fds,
+          },
+          series,
+        };
+        log(
+          `leak test (agent): RSS ${(before.rssBytes / 2 ** 20).toFixed(1)} -> ${(after.rssBytes / 2 ** 20).toFixed(1)} MiB, fds ${before.openFds} -> ${after.openFds}, ${(total / seconds).toFixed(0)} op/s; ` +
+            `agent VmRSS ${agentBefore.vmRssKiB} -> ${agentAfter.vmRssKiB} KiB, fds ${agentBefore.fds} -> ${agentAfter.fds}`,
+        );
+      } catch (error) {
+        failed("agentLeak", error);
+      }
       // ---------------------------------------------------------- event-loop delay
       // A fresh histogram per round: a re-enabled one would record the whole time it was
       // disabled as one delay (it keeps the timestamp of its last sample).
       if (wantExtra("eventLoopDelay")) try {
-        const eld = { concurrency: o.concurrency, rounds: o.eldRounds, resolutionMs: 1 };
-        const rounds = { package: [], cli: [], dockerode: [] };
+        // A round is one burst of `concurrency` execs at once, repeated (each burst awaited)
+        // until the round has lasted ELD_MIN_ROUND_MS: one burst through the agent takes
+        // tens of ms, too few 1 ms samples for a p99; the other paths' single burst lasts
+        // seconds, so for them a round stays one burst.
+        const ELD_MIN_ROUND_MS = 1000;
+        const eld = { concurrency: o.concurrency, rounds: o.eldRounds, resolutionMs: 1, minRoundMs: ELD_MIN_ROUND_MS };
+        const rounds = emptySamples();
         const idleRounds = [];
         const busyRounds = [];
         for (let i = 0; i < o.eldRounds; i++) {
@@ -632,11 +859,15 @@ async function main() {
             const h = monitorEventLoopDelay({ resolution: 1 });
             const s = performance.now();
             h.enable();
-            const all = await Promise.all(Array.from({ length: o.concurrency }, () => targets[impl].exec({ command: "true" })));
+            let bursts = 0;
+            do {
+              const all = await Promise.all(Array.from({ length: o.concurrency }, () => targets[impl].exec({ command: "true" })));
+              expect(all.every((r) => r.exitCode === 0), "all concurrent execs exit 0");
+              bursts++;
+            } while (performance.now() - s < ELD_MIN_ROUND_MS);
             h.disable();
             const wallMs = performance.now() - s;
-            expect(all.every((r) => r.exitCode === 0), "all concurrent execs exit 0");
-            rounds[impl].push({ p50Ms: h.percentile(50) / 1e6, p99Ms: h.percentile(99) / 1e6, maxMs: h.max / 1e6, samples: h.count, wallMs });
+            rounds[impl].push({ p50Ms: h.percentile(50) / 1e6, p99Ms: h.percentile(99) / 1e6, maxMs: h.max / 1e6, samples: h.count, wallMs, bursts });
           }
           // Controls: this loop idle on a quiet engine (the machine's own noise), and this
           // loop idle while another process makes the engine run the same 64 execs (what
@@ -644,7 +875,7 @@ async function main() {
           await sleep(200);
           const idle = monitorEventLoopDelay({ resolution: 1 });
           idle.enable();
-          await sleep(rounds.package[rounds.package.length - 1].wallMs);
+          await sleep(rounds.engine[rounds.engine.length - 1].wallMs);
           idle.disable();
           idleRounds.push({ p50Ms: idle.percentile(50) / 1e6, p99Ms: idle.percentile(99) / 1e6, maxMs: idle.max / 1e6, samples: idle.count });
           await sleep(200);
@@ -676,13 +907,15 @@ async function main() {
             medianRoundP99Ms: summarize(r.map((x) => x.p99Ms)).median,
             medianRoundMaxMs: summarize(r.map((x) => x.maxMs)).median,
             wallMs: summarize(r.map((x) => x.wallMs)),
+            bursts: summarize(r.map((x) => x.bursts)),
             rounds: r,
           };
         }
+        for (const [alias, impl] of Object.entries(LEGACY_ALIASES)) eld[alias] = eld[impl];
         result.extras.eventLoopDelay = eld;
         log(
-          `event-loop delay with ${o.concurrency} execs at once (worst of ${o.eldRounds}): package p99 ${eld.package.p99Ms.toFixed(2)} ms (max ${eld.package.maxMs.toFixed(1)}), ` +
-            `CLI p99 ${eld.cli.p99Ms.toFixed(2)} ms, dockerode p99 ${eld.dockerode.p99Ms.toFixed(2)} ms`,
+          `event-loop delay with ${o.concurrency} execs at once (worst of ${o.eldRounds}): ` +
+            IMPLS.map((impl) => `${IMPL_LABEL[impl]} p99 ${eld[impl].p99Ms.toFixed(2)} ms (max ${eld[impl].maxMs.toFixed(1)})`).join(", "),
         );
       } catch (error) {
         failed("eventLoopDelay", error);
@@ -747,6 +980,44 @@ function execsInAnotherProcess(containerName, count) {
   });
 }
 
+// The in-sandbox agents of a container, read from outside with the docker CLI (so no
+// client's own transport is involved): every process whose command line starts with
+// /.anvia/agent-, with its parent pid, VmRSS and VmHWM (KiB) and its open descriptors.
+const AGENT_PS = [
+  "for p in /proc/[0-9]*; do",
+  '  c=$(tr "\\000" " " < "$p/cmdline" 2>/dev/null) || continue',
+  '  case "$c" in',
+  '    /.anvia/agent-*) echo "P ${p#/proc/} $c"; grep -E "^(PPid|VmRSS|VmHWM):" "$p/status"; echo "F $(ls "$p/fd" 2>/dev/null | wc -l)" ;;',
+  "  esac",
+  "done",
+].join("\n");
+
+function agentProcesses(containerName) {
+  return new Promise((resolve, reject) => {
+    execFile("docker", ["exec", containerName, "sh", "-c", AGENT_PS], { encoding: "utf8", timeout: 30_000 }, (error, stdout, stderr) => {
+      if (error) return reject(new Error(`docker exec ${containerName} (agent processes): ${stderr.trim() || error.message}`));
+      const found = [];
+      for (const line of stdout.split("\n")) {
+        let m;
+        if ((m = /^P (\d+) (.*)$/.exec(line))) found.push({ pid: Number(m[1]), command: m[2].trim() });
+        else if (found.length === 0) continue;
+        else if ((m = /^PPid:\s+(\d+)/.exec(line))) found.at(-1).ppid = Number(m[1]);
+        else if ((m = /^VmRSS:\s+(\d+) kB/.exec(line))) found.at(-1).vmRssKiB = Number(m[1]);
+        else if ((m = /^VmHWM:\s+(\d+) kB/.exec(line))) found.at(-1).vmHwmKiB = Number(m[1]);
+        else if ((m = /^F (\d+)/.exec(line))) found.at(-1).fds = Number(m[1]);
+      }
+      resolve(found.filter((p) => p.vmRssKiB !== undefined));
+    });
+  });
+}
+
+// The agent itself: the one started by an exec (its parent is outside the container's
+// pid namespace, so PPid 0), not a child of it between fork and exec.
+function mainAgent(processes) {
+  const top = processes.filter((p) => p.ppid === 0);
+  return top.length > 0 ? { ...top[0], agents: top.length } : undefined;
+}
+
 // The original's execStream over runDockerCli (with its "consumer is too slow" limit).
 async function* cliExecStream(sandbox, options) {
   const maxOutputBytes = 1024 * 1024;
@@ -808,28 +1079,85 @@ function evaluateTargets(result) {
   const ex = result.extras;
   const t = [];
   const add = (name, target, value, pass, detail) => t.push({ name, target, value, pass, detail });
+  // The engine path against the two baselines (the targets from before the agent).
   if (ops.execTrue?.ratios) {
-    const c = ops.execTrue.ratios.cliOverPackage;
-    const d = ops.execTrue.ratios.dockerodeOverPackage;
-    add("exec true vs CLI", ">= 1.70x faster", `${fmtX(c.median)}`, c.median >= 1.7, `95% CI ${fmtX(c.ci95[0])}..${fmtX(c.ci95[1])}`);
-    add("exec true vs dockerode", "no slower (>= 1.00x)", `${fmtX(d.median)}`, d.median >= 1.0, `95% CI ${fmtX(d.ci95[0])}..${fmtX(d.ci95[1])}`);
+    const c = ops.execTrue.ratios.cliOverEngine;
+    const d = ops.execTrue.ratios.dockerodeOverEngine;
+    add("engine: exec true vs CLI", ">= 1.70x faster", `${fmtX(c.median)}`, c.median >= 1.7, `95% CI ${fmtX(c.ci95[0])}..${fmtX(c.ci95[1])}`);
+    add("engine: exec true vs dockerode", "no slower (>= 1.00x)", `${fmtX(d.median)}`, d.median >= 1.0, `95% CI ${fmtX(d.ci95[0])}..${fmtX(d.ci95[1])}`);
   }
   if (ops.writeTextFileSmall?.ratios) {
-    const c = ops.writeTextFileSmall.ratios.cliOverPackage;
-    add("writeTextFile 1 KiB vs CLI", ">= 2.00x faster", fmtX(c.median), c.median >= 2, `95% CI ${fmtX(c.ci95[0])}..${fmtX(c.ci95[1])}`);
+    const c = ops.writeTextFileSmall.ratios.cliOverEngine;
+    add("engine: writeTextFile 1 KiB vs CLI", ">= 2.00x faster", fmtX(c.median), c.median >= 2, `95% CI ${fmtX(c.ci95[0])}..${fmtX(c.ci95[1])}`);
   }
   if (ops.createSandbox?.ratios) {
-    const c = ops.createSandbox.ratios.cliOverPackage;
-    add("createSandbox (3 files) vs CLI", ">= 3.00x faster", fmtX(c.median), c.median >= 3, `95% CI ${fmtX(c.ci95[0])}..${fmtX(c.ci95[1])}`);
+    const c = ops.createSandbox.ratios.cliOverEngine;
+    add("engine: createSandbox (3 files) vs CLI", ">= 3.00x faster", fmtX(c.median), c.median >= 3, `95% CI ${fmtX(c.ci95[0])}..${fmtX(c.ci95[1])}`);
   }
-  if (ex.eventLoopDelay?.package) {
-    const e = ex.eventLoopDelay.package;
-    add(`event-loop delay p99, ${ex.eventLoopDelay.concurrency} execs at once`, "< 5 ms", `${e.p99Ms.toFixed(2)} ms`, e.p99Ms < 5, `worst of ${ex.eventLoopDelay.rounds} rounds; median round ${e.medianRoundP99Ms.toFixed(2)} ms; max ${e.maxMs.toFixed(1)} ms; control (engine busy, loop idle) ${ex.eventLoopDelay.busyEngineIdleLoop?.p99Ms.toFixed(2)} ms`);
+  if (ex.eventLoopDelay?.engine) {
+    const e = ex.eventLoopDelay.engine;
+    add(`engine: event-loop delay p99, ${ex.eventLoopDelay.concurrency} execs at once`, "< 5 ms", `${e.p99Ms.toFixed(2)} ms`, e.p99Ms < 5, `worst of ${ex.eventLoopDelay.rounds} rounds; median round ${e.medianRoundP99Ms.toFixed(2)} ms; max ${e.maxMs.toFixed(1)} ms; control (engine busy, loop idle) ${ex.eventLoopDelay.busyEngineIdleLoop?.p99Ms.toFixed(2)} ms`);
   }
   if (ex.leak) {
     const l = ex.leak;
-    add(`RSS growth after ${l.execs} execs`, "< 5 MiB", `${(l.rssGrowthBytes / 2 ** 20).toFixed(2)} MiB`, l.rssGrowthBytes < 5 * 2 ** 20, `heap ${(l.heapGrowthBytes / 2 ** 20).toFixed(2)} MiB`);
-    add(`open descriptors after ${l.execs} execs`, "no growth", `${l.fdGrowth >= 0 ? "+" : ""}${l.fdGrowth}`, l.fdGrowth <= 0, `${l.before.openFds} -> ${l.after.openFds}`);
+    add(`engine: RSS growth after ${l.execs} execs`, "< 5 MiB", `${(l.rssGrowthBytes / 2 ** 20).toFixed(2)} MiB`, l.rssGrowthBytes < 5 * 2 ** 20, `heap ${(l.heapGrowthBytes / 2 ** 20).toFixed(2)} MiB`);
+    add(`engine: open descriptors after ${l.execs} execs`, "no growth", `${l.fdGrowth >= 0 ? "+" : ""}${l.fdGrowth}`, l.fdGrowth <= 0, `${l.before.openFds} -> ${l.after.openFds}`);
+  }
+
+  // The agent path: absolute times on this machine (medians of the interleaved runs).
+  const ms = (v) => `${fmtMs(v)} ms`;
+  const atMost = (name, key, stat, limit) => {
+    const x = ops[key]?.agent;
+    if (x === undefined) return;
+    add(`agent: ${name}`, `<= ${limit} ms`, ms(x[stat]), x[stat] <= limit, `${x.n} runs; median ${fmtMs(x.median)}, p95 ${fmtMs(x.p95)}, p99 ${fmtMs(x.p99)} ms; engine median ${fmtMs(ops[key].engine.median)} ms`);
+  };
+  atMost("exec true, median", "execTrue", "median", 2);
+  atMost("exec true, p99", "execTrue", "p99", 5);
+  atMost("readFile 1 KiB, median", "readFileSmall", "median", 1);
+  atMost("writeTextFile 1 KiB, median", "writeTextFileSmall", "median", 1);
+  atMost("listFiles (100 entries), median", "listFiles", "median", 2);
+  if (ops.startProcess?.agent && ops.stopProcess?.agent) {
+    const sum = ops.startProcess.agent.median + ops.stopProcess.agent.median;
+    add("agent: startProcess + stopProcess, medians", "<= 15 ms", ms(sum), sum <= 15, `start ${fmtMs(ops.startProcess.agent.median)} + stop ${fmtMs(ops.stopProcess.agent.median)} ms; engine ${fmtMs(ops.startProcess.engine.median + ops.stopProcess.engine.median)} ms`);
+  }
+  atMost("waitForPort (listening), median", "waitForPort", "median", 2);
+  if (ops.createSandbox?.ratios?.agentOverEngine) {
+    const r = ops.createSandbox.ratios.agentOverEngine;
+    add(
+      "createSandbox (3 files), agent client / engine client",
+      "<= 1.10x (<= 10% slower)",
+      fmtX(r.median),
+      r.median <= 1.1,
+      `${Number.isFinite(r.ci95[0]) ? `95% CI ${fmtX(r.ci95[0])}..${fmtX(r.ci95[1])}` : `pairs ${r.pairs.map(fmtX).join(", ")}`}; medians ${fmtMs(ops.createSandbox.agent.median)} / ${fmtMs(ops.createSandbox.engine.median)} ms`,
+    );
+  }
+  if (ex.eventLoopDelay?.agent) {
+    const e = ex.eventLoopDelay.agent;
+    add(
+      `agent: event-loop delay p99, ${ex.eventLoopDelay.concurrency} execs at once`,
+      "< 5 ms",
+      `${e.p99Ms.toFixed(2)} ms`,
+      e.p99Ms < 5,
+      `worst of ${ex.eventLoopDelay.rounds} rounds of >= ${ex.eventLoopDelay.minRoundMs} ms (median ${e.bursts.median} bursts); median round ${e.medianRoundP99Ms.toFixed(2)} ms; max ${e.maxMs.toFixed(1)} ms`,
+    );
+  }
+  if (ex.agentLeak) {
+    const l = ex.agentLeak;
+    const ap = l.agentProcess;
+    add(
+      `agent: RSS growth after ${l.operations} operations`,
+      "< 5 MiB",
+      `${(l.rssGrowthBytes / 2 ** 20).toFixed(2)} MiB`,
+      l.rssGrowthBytes < 5 * 2 ** 20,
+      `heap ${(l.heapGrowthBytes / 2 ** 20).toFixed(2)} MiB; the agent's own VmRSS ${ap.before.vmRssKiB} -> ${ap.after.vmRssKiB} KiB${ap.samePid ? "" : " (a different agent process at the end)"}`,
+    );
+    add(
+      `agent: open descriptors after ${l.operations} operations`,
+      "no growth",
+      `${l.fdGrowth >= 0 ? "+" : ""}${l.fdGrowth}`,
+      l.fdGrowth <= 0,
+      `${l.before.openFds} -> ${l.after.openFds}; the agent's own ${ap.before.fds} -> ${ap.after.fds}`,
+    );
   }
   return t;
 }
@@ -842,48 +1170,78 @@ function renderTable(result) {
   lines.push(`${m.cpuModel} x${m.cores}, ${m.kernel}, Docker ${m.dockerServerVersion} (API ${m.dockerApiVersion}, CLI ${m.dockerCliVersion}), Node ${m.nodeVersion}, dockerode ${m.dockerodeVersion}, addon ${m.addonBuild}`);
   lines.push(`load average ${m.loadAverageAtStart.join(" ")} at start, ${m.loadAverageAtEnd?.join(" ")} at end; ${result.wallSeconds?.toFixed(0)} s`);
   lines.push("");
-  const header = ["operation", "runs", "this package", "docker CLI", "dockerode", "CLI/pkg", "dockerode/pkg"];
-  const rows = [header, ["", "", "median / p95 ms", "median / p95 ms", "median / p95 ms", "(pairs)", "(pairs)"]];
-  for (const [key, entry] of Object.entries(result.operations)) {
-    if (entry.error !== undefined && entry.package === undefined) {
-      rows.push([entry.label, `${entry.runs}`, "error", "", "", "", ""]);
+  // Three header lines: the columns, with "this package" over its two (agent, engine);
+  // those two's names; the units.
+  const header = ["operation", "runs", ...IMPLS.map((impl) => IMPL_LABEL[impl]), ...RATIOS.map(([, , , label]) => label)];
+  const a = 2 + IMPLS.indexOf("agent"); // agent, then engine
+  header[a] = header[a + 1] = "";
+  const sub = header.map((_, c) => (c === a ? IMPL_LABEL.agent : c === a + 1 ? IMPL_LABEL.engine : ""));
+  const units = ["", "", ...IMPLS.map(() => "median / p95 ms"), ...RATIOS.map(() => "(pairs)")];
+  const rows = [header, sub, units];
+  for (const entry of Object.values(result.operations)) {
+    if (entry.error !== undefined && entry.engine === undefined) {
+      rows.push([entry.label, `${entry.runs}`, "error", ...header.slice(3).map(() => "")]);
       continue;
     }
-    if (entry.package === undefined) continue;
+    if (entry.engine === undefined) continue;
     const cell = (s) => `${fmtMs(s.median)} / ${fmtMs(s.p95)}`;
-    rows.push([entry.label, `${entry.runs}`, cell(entry.package), cell(entry.cli), cell(entry.dockerode), fmtX(entry.ratios.cliOverPackage.median), fmtX(entry.ratios.dockerodeOverPackage.median)]);
-    void key;
+    rows.push([entry.label, `${entry.runs}`, ...IMPLS.map((impl) => cell(entry[impl])), ...RATIOS.map(([k]) => fmtX(entry.ratios[k].median))]);
   }
-  if (rows.length > 2) {
+  if (rows.length > 3) {
     const widths = header.map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-    const fmtRow = (r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join("  ");
-    lines.push(fmtRow(rows[0]));
-    lines.push(fmtRow(rows[1]));
+    const fmtRow = (r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join("  ").trimEnd();
+    const span = widths[a] + 2 + widths[a + 1];
+    const group = "this package";
+    const groupCell = (" ".repeat(Math.max(0, Math.floor((span - group.length) / 2))) + group).padEnd(span);
+    const first = fmtRow(header).split("");
+    const at = widths.slice(0, a).reduce((n, w) => n + w + 2, 0);
+    first.splice(at, span, groupCell);
+    lines.push(first.join(""));
+    lines.push(fmtRow(sub));
+    lines.push(fmtRow(units));
     lines.push(widths.map((w) => "-".repeat(w)).join("  "));
-    for (const r of rows.slice(2)) lines.push(fmtRow(r));
+    for (const r of rows.slice(3)) lines.push(fmtRow(r));
     lines.push("");
   }
   const ex = result.extras;
+  if (ex.agentFirstCall) {
+    const f = ex.agentFirstCall;
+    lines.push(
+      `agent first call (a fresh sandbox, median of ${f.runs}): first exec ${fmtMs(f.agent.firstExecMs.median)} ms, second ${fmtMs(f.agent.secondExecMs.median)} ms, ` +
+        `placement and start ${fmtMs(f.agent.oneTimeMs.median)} ms (p95 ${fmtMs(f.agent.oneTimeMs.p95)}); engine control: first ${fmtMs(f.engine.firstExecMs.median)} ms, second ${fmtMs(f.engine.secondExecMs.median)} ms`,
+    );
+    lines.push(`agent process in the container: VmRSS ${f.agent.processVmRssKiB.median} KiB, ${f.agent.processFds.median} fds (fresh, after two execs)`);
+  }
   if (ex.execStream) {
     const s = ex.execStream;
-    lines.push(`execStream ${s.bytes / 2 ** 20} MiB (median of ${s.runs}): this package ${s.package.median.toFixed(0)} MiB/s, docker CLI ${s.cli.median.toFixed(0)} MiB/s, dockerode ${s.dockerode.median.toFixed(0)} MiB/s`);
+    lines.push(`execStream ${s.bytes / 2 ** 20} MiB (median of ${s.runs}): ${IMPLS.map((impl) => `${IMPL_LABEL[impl]} ${s[impl].median.toFixed(0)} MiB/s`).join(", ")}`);
   }
   if (ex.eventLoopDelay) {
     const e = ex.eventLoopDelay;
     const one = (x) => `p99 ${x.p99Ms.toFixed(2)} ms, max ${x.maxMs.toFixed(1)} ms (median round p99 ${x.medianRoundP99Ms.toFixed(2)} ms; wall ${fmtMs(x.wallMs.median)} ms)`;
-    lines.push(`event-loop delay, ${e.concurrency} execs at once, worst of ${e.rounds} rounds:`);
-    for (const impl of IMPLS) lines.push(`  ${IMPL_LABEL[impl].padEnd(13)} ${one(e[impl])}`);
+    lines.push(`event-loop delay, ${e.concurrency} execs at once (bursts repeated for >= ${e.minRoundMs} ms), worst of ${e.rounds} rounds:`);
+    for (const impl of IMPLS) lines.push(`  ${IMPL_LABEL[impl].padEnd(13)} ${one(e[impl])}${e[impl].bursts.median > 1 ? `, ${e[impl].bursts.median} bursts` : ""}`);
     if (e.busyEngineIdleLoop) {
       const b = e.busyEngineIdleLoop;
       lines.push(`  ${"control".padEnd(13)} p99 ${b.p99Ms.toFixed(2)} ms, max ${b.maxMs.toFixed(1)} ms (median round p99 ${b.medianRoundP99Ms.toFixed(2)} ms): this loop idle while another process runs the ${e.concurrency} execs`);
     }
     if (e.idle) lines.push(`  ${"idle".padEnd(13)} p99 ${e.idle.p99Ms.toFixed(2)} ms, max ${e.idle.maxMs.toFixed(1)} ms: this loop idle, engine idle (the machine's own noise)`);
   }
+  const mib = (b) => (b / 2 ** 20).toFixed(1);
   if (ex.leak) {
     const l = ex.leak;
     lines.push(
-      `${l.execs} execs (${l.concurrency} in flight, ${l.execsPerSecond.toFixed(1)}/s): RSS ${(l.before.rssBytes / 2 ** 20).toFixed(1)} -> ${(l.after.rssBytes / 2 ** 20).toFixed(1)} MiB, ` +
-        `heap ${(l.before.heapUsedBytes / 2 ** 20).toFixed(1)} -> ${(l.after.heapUsedBytes / 2 ** 20).toFixed(1)} MiB, open fds ${l.before.openFds} -> ${l.after.openFds}`,
+      `engine: ${l.execs} execs (${l.concurrency} in flight, ${l.execsPerSecond.toFixed(1)}/s): RSS ${mib(l.before.rssBytes)} -> ${mib(l.after.rssBytes)} MiB, ` +
+        `heap ${mib(l.before.heapUsedBytes)} -> ${mib(l.after.heapUsedBytes)} MiB, open fds ${l.before.openFds} -> ${l.after.openFds}`,
+    );
+  }
+  if (ex.agentLeak) {
+    const l = ex.agentLeak;
+    const ap = l.agentProcess;
+    lines.push(
+      `agent: ${l.operations} operations (${l.mix.join("/")} in turn, ${l.concurrency} in flight, ${l.operationsPerSecond.toFixed(0)}/s): RSS ${mib(l.before.rssBytes)} -> ${mib(l.after.rssBytes)} MiB, ` +
+        `heap ${mib(l.before.heapUsedBytes)} -> ${mib(l.after.heapUsedBytes)} MiB, open fds ${l.before.openFds} -> ${l.after.openFds}; ` +
+        `the agent in the container: VmRSS ${ap.before.vmRssKiB} -> ${ap.after.vmRssKiB} KiB (peak ${ap.after.vmHwmKiB} KiB), fds ${ap.before.fds} -> ${ap.after.fds}`,
     );
   }
   if (result.targets.length > 0) {
