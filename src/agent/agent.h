@@ -1,10 +1,31 @@
 /*
- * agent.h - the in-container agent's shared types: the connection, requests and their
- * streams, typed errors, and the functions each file exports to the others.
+ * agent.h - the in-container agent's shared types: the global state, the connection,
+ * requests and their streams, typed errors; and the functions each file exports to the
+ * others, file by file from the bottom layer up.
  *
  * Owns: nothing (declarations only). The agent is one thread around one poll() loop
  * (main.c). Each request is owned by the request table (req.c) from its first frame to
  * its terminal frame; each file's comment says which part of a request it owns.
+ *
+ * The files are layers: a file calls only functions of the layers below it, so no two
+ * files call each other, even through others (scripts/check-layers.mjs reads the calls
+ * from the object files and fails on a cycle). Bottom first:
+ *
+ *   state.c                          the global state `g`
+ *   util.c procfs.c                  clocks, logs, descriptors, typed errors; /proc parsers
+ *   tree.c walk.c shutdown.c         process trees; paths beneath the workdir; the start
+ *                                    of the exit path
+ *   out.c                            the output queue, frames, flushing
+ *   req.c                            the request table, credit windows
+ *   exec.c files.c ports.c procs.c   the operations
+ *   ops.c                            a request's type -> the operation's file; the scheduler
+ *   conn.c                           reading, checking and dispatching the host's frames
+ *   main.c                           the start, the poll() loop, timers, the exit
+ *
+ * One call runs upwards, through a pointer and not by name: the exit path can start below
+ * every operation (a full output queue, out.c), and it ends every request, which takes
+ * each type's own code; agent_shutdown (shutdown.c) does that through the function main.c
+ * installs at start (op_end_all, ops.c).
  */
 #ifndef ANVIA_AGENT_H
 #define ANVIA_AGENT_H
@@ -13,6 +34,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <dirent.h>
+#include <time.h>
 
 #include "agent_wire.h"
 
@@ -44,7 +66,7 @@ uint16_t err_kind_of(int errnum);
 /* detail = raw bytes (a path), truncated to fit. */
 void err_detail_bytes(ag_err_t *e, const void *p, size_t len);
 
-/* ---- the output queue (conn.c) ---- */
+/* ---- the output queue (out.c) ---- */
 typedef struct outq {
   uint8_t *buf;
   size_t head, len, cap;
@@ -143,8 +165,9 @@ struct req {
   } u;
 };
 
-/* ---- global state (main.c) ---- */
+/* ---- global state (state.c) ---- */
 typedef struct agent {
+  /* the connection: the descriptors (main.c), the input (conn.c), the output (out.c) */
   int in_fd, out_fd;
   uint8_t *inbuf;
   size_t in_len;
@@ -155,7 +178,7 @@ typedef struct agent {
   outq_t out;
   int out_broken;
   int sigfd;
-  /* configuration */
+  /* configuration (main.c; the workdir's descriptor files.c, the environment exec.c) */
   char *workdir;
   int workdir_fd; /* -1 until opened */
   int use_openat2;
@@ -163,12 +186,12 @@ typedef struct agent {
   uint32_t heartbeat_ms;
   char **base_env; /* inherited environment, our own variables removed */
   size_t base_envc;
-  /* lifetime */
+  /* lifetime (conn.c the last frame's time, shutdown.c the rest) */
   int64_t last_rx_ms;
   int shutting_down;
   int exit_code;
   int64_t shutdown_deadline_ms;
-  /* requests */
+  /* requests (req.c) */
   req_t *head, *tail;
   size_t nreq;     /* requests the host can still address */
   size_t nrecords; /* every record, including ones kept only to reap */
@@ -179,7 +202,7 @@ typedef struct agent {
 
 extern agent_t g;
 
-/* util.c */
+/* ---- util.c ---- */
 int64_t now_ms(void);
 int64_t now_us(void);
 int64_t now_realtime_ns_of(const struct timespec *ts);
@@ -188,97 +211,13 @@ int set_nonblock(int fd);
 void close_fd(int *fd);
 ssize_t write_all(int fd, const void *p, size_t len); /* blocking fd */
 
-/* conn.c: the host connection */
-uint8_t *outq_reserve(size_t n); /* NULL when the queue would pass AG_OUT_CAP */
-void outq_commit(size_t n);
-int conn_flush(void);         /* 0, or -1 when the host side is gone */
-void conn_read(void);         /* read and dispatch what the host sent */
-void conn_dispatch_pending(void);
-void send_hello(void);
-void send_error(uint32_t id, const ag_err_t *e);
-void send_error_simple(uint32_t id, uint16_t kind, int errnum, const char *detail);
-void send_window(uint32_t id, uint8_t stream, uint32_t inc);
-/* Reserves up to `max` bytes of the queue for one frame: 1, or 0 when the queue is over
- * (the connection is then being shut down). frame_end commits what `rc == AW_OK` wrote. */
-int frame_begin(aw_writer_t *w, size_t max);
-void frame_end(aw_writer_t *w, int rc);
-void schedule_output(void); /* round-robin data frames into the queue */
-
-/* req.c: the request table */
-req_t *req_new(uint32_t id, uint8_t type);
-req_t *req_find(uint32_t id);
-void req_sweep(void); /* frees the finished records */
-/* The host was told this request's end: its id is free again. */
-void req_detach_id(req_t *r);
-/* The request is over: its id is detached and its record freed at the next sweep. */
-void req_finish(req_t *r);
-/* Ends a request: AW_E_CANCELLED or AW_E_SHUTDOWN is reported (exec: as a RESULT with
- * its flag, once the child is reaped); 0 reports nothing (an ERROR was already sent). */
-void req_cancel(req_t *r, uint16_t why);
-/* Sends ERROR and ends the request. */
-void req_fail(req_t *r, const ag_err_t *e);
-void req_on_data(req_t *r, const aw_header_t *h, const uint8_t *p);
-void req_on_window(req_t *r, const aw_header_t *h, uint32_t inc);
-/* Reads up to one frame of a source into the queue. Returns 1 if it queued something. */
-int req_produce(req_t *r, int which);
-int req_source_ready(req_t *r, int which);
-void in_consumed(req_t *r, uint32_t n, int drained);
-int produce_pipe(req_t *r, ostream_t *o); /* one DATA frame from a pipe */
-
-/* exec.c */
-void exec_start(uint32_t id, const uint8_t *p, size_t len);
-void exec_on_reaped(req_t *r, int status);
-void exec_check(req_t *r); /* RESULT once reaped and the output is closed */
-void exec_timer(req_t *r, int64_t now);
-void exec_kill(req_t *r, uint8_t why_flag);
-void exec_stdin_ready(req_t *r);
-void exec_stdin_data(req_t *r, const uint8_t *p, size_t len, int end);
-void exec_close(req_t *r);
-int exec_env_init(char **envp);
-void reap_children(void);
-/* At exit: a child that reads and drops the detached commands' output. */
-void exec_spawn_drainer(void);
-
-/* tree.c */
+/* ---- procfs.c: parsers of /proc text ---- */
 typedef struct proc_stat {
   pid_t pid, ppid, pgrp, session;
   char state;
 } proc_stat_t;
 /* Parses the text of /proc/<pid>/stat. 0 or -1. */
 int proc_stat_parse(const char *text, size_t len, proc_stat_t *out);
-/* Freezes (SIGSTOP) and signals the group `pgid`, every process of the session `pgid`,
- * and their descendants by parent links; continues them afterwards unless sig is
- * SIGKILL or SIGSTOP. Returns the number of processes signalled (the group counts 1 when
- * /proc cannot be read), or -1 with errno from kill(). */
-int tree_signal(pid_t pgid, int sig, int freeze);
-/* Live and zombie members of a process group, by /proc; -1 if /proc cannot be read. */
-int group_members(pid_t pgid, uint32_t *live, uint32_t *zombies);
-
-/* walk.c */
-int path_parse(const uint8_t *p, size_t len, agpath_t *out, ag_err_t *e);
-/* The directory of components [0, upto): an O_PATH fd, or -1 with e set. With `create`,
- * missing components are made with mkdirat(mode); *created says whether the last was. */
-int walk_dir(int wdfd, const agpath_t *path, size_t upto, int create, mode_t mode, int use_openat2,
-             int *created, ag_err_t *e);
-/* Opens the whole path with `flags` (O_NOFOLLOW added), no symlink followed anywhere. */
-int walk_open(int wdfd, const agpath_t *path, int flags, int use_openat2, ag_err_t *e);
-/* The path's first `upto` components joined by '/', into buf (NUL-terminated). */
-size_t path_join(const agpath_t *path, size_t upto, char *buf, size_t cap);
-int openat2_probe(void);
-
-/* files.c */
-int workdir_get(ag_err_t *e); /* the workdir fd, opened on first use */
-void read_start(uint32_t id, const uint8_t *p, size_t len);
-void write_start(uint32_t id, const uint8_t *p, size_t len);
-void write_data(req_t *r, const uint8_t *p, size_t len, int end);
-void write_abort(req_t *r);
-void mkdir_run(uint32_t id, const uint8_t *p, size_t len);
-void list_start(uint32_t id, const uint8_t *p, size_t len);
-int read_produce(req_t *r);
-int list_produce(req_t *r);
-void file_close(req_t *r);
-
-/* ports.c */
 /* Scans /proc/net/tcp-format text for a listening socket (state 0A) on `port`.
  * Incremental: feed chunks; partial lines are carried in `carry`. */
 typedef struct tcp_scan {
@@ -292,14 +231,127 @@ typedef struct tcp_scan {
 void tcp_scan_init(tcp_scan_t *s, uint16_t port);
 void tcp_scan_feed(tcp_scan_t *s, const char *p, size_t len);
 void tcp_scan_end(tcp_scan_t *s);
+
+/* ---- tree.c: process trees ---- */
+/* Freezes (SIGSTOP) and signals the group `pgid`, every process of the session `pgid`,
+ * and their descendants by parent links; continues them afterwards unless sig is
+ * SIGKILL or SIGSTOP. Returns the number of processes signalled (the group counts 1 when
+ * /proc cannot be read), or -1 with errno from kill(). */
+int tree_signal(pid_t pgid, int sig, int freeze);
+/* Live and zombie members of a process group, by /proc; -1 if /proc cannot be read. */
+int group_members(pid_t pgid, uint32_t *live, uint32_t *zombies);
+
+/* ---- walk.c: paths beneath the workdir ---- */
+int path_parse(const uint8_t *p, size_t len, agpath_t *out, ag_err_t *e);
+/* The directory of components [0, upto): an O_PATH fd, or -1 with e set. With `create`,
+ * missing components are made with mkdirat(mode); *created says whether the last was. */
+int walk_dir(int wdfd, const agpath_t *path, size_t upto, int create, mode_t mode, int use_openat2,
+             int *created, ag_err_t *e);
+/* Opens the whole path with `flags` (O_NOFOLLOW added), no symlink followed anywhere. */
+int walk_open(int wdfd, const agpath_t *path, int flags, int use_openat2, ag_err_t *e);
+/* The path's first `upto` components joined by '/', into buf (NUL-terminated). */
+size_t path_join(const agpath_t *path, size_t upto, char *buf, size_t cap);
+int openat2_probe(void);
+
+/* ---- shutdown.c: the start of the exit path ---- */
+/* Starts the exit path once (later calls do nothing): new requests are refused, every
+ * request but a detached EXEC is ended (AW_E_SHUTDOWN) by the installed function, and
+ * the output has AG_SHUTDOWN_MS to drain. `why` is logged unless code is 0. */
+void agent_shutdown(int code, const char *why);
+/* Installs what agent_shutdown calls to end the requests (main.c: op_end_all). */
+void agent_on_shutdown(void (*end_requests)(void));
+
+/* ---- out.c: the output queue and the frames the agent sends ---- */
+uint8_t *outq_reserve(size_t n); /* NULL when the queue would pass AG_OUT_CAP */
+void outq_commit(size_t n);
+int out_flush(void); /* 0, or -1 when the host side is gone */
+void out_hangup(void); /* poll saw stdout hang up */
+void send_hello(void);
+void send_pong(uint32_t id, const uint8_t *p, size_t len);
+void send_error(uint32_t id, const ag_err_t *e);
+void send_error_simple(uint32_t id, uint16_t kind, int errnum, const char *detail);
+void send_window(uint32_t id, uint8_t stream, uint32_t inc);
+/* Reserves up to `max` bytes of the queue for one frame: 1, or 0 when the queue is over
+ * (the connection is then being shut down). frame_end commits what `rc == AW_OK` wrote. */
+int frame_begin(aw_writer_t *w, size_t max);
+void frame_end(aw_writer_t *w, int rc);
+
+/* ---- req.c: the request table ---- */
+req_t *req_new(uint32_t id, uint8_t type);
+req_t *req_find(uint32_t id);
+/* The host was told this request's end: its id is free again. */
+void req_detach_id(req_t *r);
+/* The request is over: its id is detached and its record freed at the next sweep. */
+void req_finish(req_t *r);
+/* Ends a request whose type holds nothing more to undo: AW_E_CANCELLED or AW_E_SHUTDOWN
+ * is reported as an ERROR, 0 reports nothing (an ERROR was already sent). */
+void req_end(req_t *r, uint16_t why);
+/* Unlinks and frees a finished record (its type's file has released what it held). */
+void req_free(req_t *r);
+void req_to_tail(req_t *r); /* the scheduler served it: last in the next round */
+/* DATA from the host, checked against the request's input and credit and counted: 0, or
+ * -1 with e set (the request must fail). */
+int req_take_data(req_t *r, const aw_header_t *h, ag_err_t *e);
+/* WINDOW from the host for one of the request's output streams: 0, or -1 with e set. */
+int req_take_window(req_t *r, const aw_header_t *h, uint32_t inc, ag_err_t *e);
+int req_source_ready(req_t *r, int which);
+void in_consumed(req_t *r, uint32_t n, int drained);
+
+/* ---- exec.c: EXEC ---- */
+void exec_start(uint32_t id, const uint8_t *p, size_t len);
+void exec_on_reaped(req_t *r, int status);
+void exec_check(req_t *r); /* RESULT once reaped and the output is closed */
+void exec_timer(req_t *r, int64_t now);
+void exec_kill(req_t *r, uint8_t why_flag);
+/* Ends an EXEC: its tree is killed and its pipes closed; AW_E_CANCELLED or AW_E_SHUTDOWN
+ * is reported in the RESULT's flags, once the child is reaped; 0 reports nothing. */
+void exec_cancel(req_t *r, uint16_t why);
+void exec_stdin_ready(req_t *r);
+void exec_stdin_data(req_t *r, const uint8_t *p, size_t len, int end);
+int exec_produce(req_t *r, int which); /* one DATA frame from a pipe */
+void exec_close(req_t *r);
+int exec_env_init(char **envp);
+void reap_children(void);
+/* At exit: a child that reads and drops the detached commands' output. */
+void exec_spawn_drainer(void);
+
+/* ---- files.c: READ, WRITE, MKDIR, LIST ---- */
+int workdir_get(ag_err_t *e); /* the workdir fd, opened on first use */
+void read_start(uint32_t id, const uint8_t *p, size_t len);
+void write_start(uint32_t id, const uint8_t *p, size_t len);
+void write_data(req_t *r, const uint8_t *p, size_t len, int end);
+void mkdir_run(uint32_t id, const uint8_t *p, size_t len);
+void list_start(uint32_t id, const uint8_t *p, size_t len);
+int read_produce(req_t *r);
+int list_produce(req_t *r);
+/* Ends a READ, WRITE or LIST (a WRITE's temporary file is removed), as req_end. */
+void file_cancel(req_t *r, uint16_t why);
+void file_close(req_t *r);
+
+/* ---- ports.c: PORT_WAIT ---- */
 void port_start(uint32_t id, const uint8_t *p, size_t len);
 void port_timer(req_t *r, int64_t now);
 
-/* procs.c: SIGNAL and GROUP_ALIVE */
+/* ---- procs.c: SIGNAL and GROUP_ALIVE ---- */
 void signal_run(uint32_t id, const uint8_t *p, size_t len);
 void alive_run(uint32_t id, const uint8_t *p, size_t len);
 
-/* main.c */
-void agent_shutdown(int code, const char *why);
+/* ---- ops.c: what depends on a request's type ---- */
+/* Ends a request: AW_E_CANCELLED or AW_E_SHUTDOWN is reported (exec: as a RESULT with
+ * its flag, once the child is reaped); 0 reports nothing (an ERROR was already sent). */
+void op_cancel(req_t *r, uint16_t why);
+/* Sends ERROR and ends the request. */
+void op_fail(req_t *r, const ag_err_t *e);
+/* DATA from the host, to the request's consumer (a command's stdin, a file). */
+void op_data(req_t *r, const aw_header_t *h, const uint8_t *p);
+/* Reads up to one frame of a source into the queue. Returns 1 if it queued something. */
+int op_produce(req_t *r, int which);
+void schedule_output(void); /* round-robin data frames into the queue */
+void op_sweep(void);        /* releases and frees the finished records */
+void op_end_all(void);      /* the exit path: ends every request but a detached EXEC */
+
+/* ---- conn.c: the host's frames ---- */
+void conn_read(void); /* read and dispatch what the host sent */
+void conn_dispatch_pending(void);
 
 #endif

@@ -1,14 +1,12 @@
 /*
- * conn.c - the host connection: reading and checking the host's frames, dispatching
- * them, the output queue, and the round-robin scheduler that interleaves data frames.
+ * conn.c - the input side of the host connection: reading the host's frames, checking
+ * them, and dispatching each: HOST_HELLO and PING here, CANCEL, DATA and WINDOW to the
+ * request they name, and every request frame to its operation's file.
  *
- * Owns: g.inbuf (allocated once in main.c, filled and compacted here) and g.out (the
- * output queue). Frames the agent writes are appended to g.out in the order they are
- * made, so the frames of one request keep their order (STARTED, DATA, EXITED, RESULT).
- * Small frames are appended at once; data frames only while the queue holds less than
- * AG_OUT_HIGH, one frame per source per round, so a reply to a small request waits behind
- * at most that much. The host's frames are processed only while the queue holds less
- * than AG_OUT_PAUSE_IN: a host that does not read stops being read.
+ * Owns: g.inbuf's contents (the buffer is allocated once in main.c, filled and compacted
+ * here), g.in_len, g.in_eof, g.in_dead, g.hello_done and g.last_rx_ms. The host's frames
+ * are processed only while the output queue holds less than AG_OUT_PAUSE_IN: a host that
+ * does not read stops being read.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,150 +17,6 @@
 #include "agent.h"
 
 #define IN_CAP (AW_HEADER_LEN + AW_MAX_PAYLOAD + 65536u)
-
-/* ---- output queue ---- */
-
-uint8_t *outq_reserve(size_t n) {
-  outq_t *q = &g.out;
-  if (q->len + n > AG_OUT_CAP) return NULL;
-  if (q->head + q->len + n > q->cap) {
-    if (q->head > 0) {
-      memmove(q->buf, q->buf + q->head, q->len);
-      q->head = 0;
-    }
-    if (q->len + n > q->cap) {
-      size_t cap = q->cap ? q->cap : 65536;
-      while (cap < q->len + n) cap *= 2;
-      if (cap > AG_OUT_CAP) cap = AG_OUT_CAP;
-      uint8_t *nb = realloc(q->buf, cap);
-      if (nb == NULL) return NULL;
-      q->buf = nb;
-      q->cap = cap;
-    }
-  }
-  return q->buf + q->head + q->len;
-}
-
-void outq_commit(size_t n) { g.out.len += n; }
-
-int conn_flush(void) {
-  outq_t *q = &g.out;
-  while (q->len > 0 && !g.out_broken) {
-    ssize_t w = write(g.out_fd, q->buf + q->head, q->len);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) return 0;
-      g.out_broken = 1;
-      q->len = 0;
-      q->head = 0;
-      agent_shutdown(0, "output closed");
-      return -1;
-    }
-    q->head += (size_t)w;
-    q->len -= (size_t)w;
-  }
-  if (q->len == 0) q->head = 0;
-  return g.out_broken ? -1 : 0;
-}
-
-/* A frame that could not be queued means the host has stopped reading for long enough
- * to fill AG_OUT_CAP (or memory ran out): the connection is over. */
-static void queue_failed(void) {
-  ag_log("output queue full or out of memory: exiting");
-  g.out_broken = 1;
-  g.out.len = 0;
-  agent_shutdown(3, "output queue");
-}
-
-/* Runs `put` on a writer over reserved space of `max` bytes and commits what it wrote. */
-#define QUEUE(max, expr)                                                                  \
-  do {                                                                                    \
-    if (g.out_broken) break;                                                              \
-    uint8_t *buf_ = outq_reserve(max);                                                    \
-    if (buf_ == NULL) {                                                                   \
-      queue_failed();                                                                     \
-      break;                                                                              \
-    }                                                                                     \
-    aw_writer_t w_;                                                                       \
-    aw_w_init(&w_, buf_, max);                                                            \
-    aw_writer_t *w = &w_;                                                                 \
-    if ((expr) == AW_OK) outq_commit(w_.len);                                             \
-    else ag_log("could not encode a frame (%s)", #expr);                                  \
-  } while (0)
-
-void send_hello(void) {
-  aw_hello_t h;
-  memset(&h, 0, sizeof(h));
-  h.magic = AW_MAGIC;
-  h.version_min = AW_VERSION;
-  h.version_max = AW_VERSION;
-  h.max_payload = AW_MAX_PAYLOAD;
-  h.max_data = AW_MAX_DATA;
-  h.in_window = AW_IN_WINDOW;
-  h.max_requests = AW_MAX_REQUESTS;
-  h.caps = g.caps | (g.use_openat2 ? AW_CAP_OPENAT2 : 0) | (g.proc_ok ? AW_CAP_PROC : 0);
-  h.pid = (uint32_t)g.self;
-  h.uid = (uint32_t)geteuid();
-  h.gid = (uint32_t)getegid();
-  h.heartbeat_ms = g.heartbeat_ms;
-#ifndef AGENT_BUILD
-#define AGENT_BUILD "dev"
-#endif
-#if defined(__x86_64__)
-  static const char arch[] = "x86_64";
-#elif defined(__aarch64__)
-  static const char arch[] = "aarch64";
-#else
-  static const char arch[] = "unknown";
-#endif
-  h.build.p = (const uint8_t *)AGENT_BUILD;
-  h.build.len = (uint32_t)strlen(AGENT_BUILD);
-  if (h.build.len > AW_MAX_BUILD) h.build.len = AW_MAX_BUILD;
-  h.arch.p = (const uint8_t *)arch;
-  h.arch.len = (uint32_t)strlen(arch);
-  QUEUE(512, aw_put_hello(w, &h));
-}
-
-void send_error(uint32_t id, const ag_err_t *e) {
-  aw_error_t m;
-  m.kind = e->kind;
-  m.stage = e->stage;
-  m.err = e->err;
-  m.value = e->value;
-  m.detail.p = (const uint8_t *)e->detail;
-  m.detail.len = (uint32_t)e->detail_len;
-  QUEUE(AW_HEADER_LEN + 32 + e->detail_len, aw_put_error(w, id, &m));
-}
-
-void send_error_simple(uint32_t id, uint16_t kind, int errnum, const char *detail) {
-  ag_err_t e;
-  err_set(&e, kind, errnum, "%s", detail ? detail : "");
-  send_error(id, &e);
-}
-
-void send_window(uint32_t id, uint8_t stream, uint32_t inc) {
-  QUEUE(AW_HEADER_LEN + 4, aw_put_window(w, id, stream, inc));
-}
-
-int frame_begin(aw_writer_t *w, size_t max) {
-  if (g.out_broken) return 0;
-  uint8_t *b = outq_reserve(max);
-  if (b == NULL) {
-    queue_failed();
-    return 0;
-  }
-  aw_w_init(w, b, max);
-  return 1;
-}
-
-void frame_end(aw_writer_t *w, int rc) {
-  if (rc == AW_OK) outq_commit(w->len);
-  else ag_log("could not encode a frame: %s", aw_status_str(rc));
-}
-
-static void send_pong(uint32_t id, const uint8_t *p, size_t len) {
-  QUEUE(AW_HEADER_LEN + AW_MAX_PING, aw_put_ping(w, AW_T_PONG, id, p, len));
-}
 
 /* ---- dispatch ---- */
 
@@ -244,12 +98,12 @@ static void dispatch(const aw_header_t *h, const uint8_t *p) {
   }
   case AW_T_CANCEL: {
     req_t *r = req_find(h->id);
-    if (r != NULL) req_cancel(r, AW_E_CANCELLED);
+    if (r != NULL) op_cancel(r, AW_E_CANCELLED);
     return;
   }
   case AW_T_DATA: {
     req_t *r = req_find(h->id);
-    if (r != NULL) req_on_data(r, h, p);
+    if (r != NULL) op_data(r, h, p);
     return;
   }
   case AW_T_WINDOW: {
@@ -257,14 +111,14 @@ static void dispatch(const aw_header_t *h, const uint8_t *p) {
     int rc = aw_dec_window(p, h->len, &inc);
     req_t *r = req_find(h->id);
     if (r == NULL) return;
+    ag_err_t e;
     if (rc != AW_OK) {
-      ag_err_t e;
       err_set(&e, AW_E_PROTOCOL, 0, "WINDOW: %s", aw_status_str(rc));
       send_error(h->id, &e);
-      req_cancel(r, 0);
+      op_cancel(r, 0);
       return;
     }
-    req_on_window(r, h, inc);
+    if (req_take_window(r, h, inc, &e) < 0) op_fail(r, &e);
     return;
   }
   default: on_request(h, p); return;
@@ -317,41 +171,5 @@ void conn_read(void) {
   if (g.in_eof && g.in_len > 0) {
     /* A frame cut by the end of input: nothing more will come. */
     g.in_len = 0;
-  }
-}
-
-/* ---- scheduling ---- */
-
-static void move_to_tail(req_t *r) {
-  if (g.tail == r) return;
-  if (r->prev) r->prev->next = r->next;
-  else g.head = r->next;
-  if (r->next) r->next->prev = r->prev;
-  r->prev = g.tail;
-  r->next = NULL;
-  g.tail->next = r;
-  g.tail = r;
-}
-
-void schedule_output(void) {
-  if (g.out_broken) return;
-  for (;;) {
-    int progressed = 0;
-    size_t n = g.nrecords;
-    req_t *r = g.head;
-    for (size_t i = 0; i < n && r != NULL; i++) {
-      req_t *next = r->next;
-      int served = 0;
-      for (int which = 0; which < r->nout; which++) {
-        if (g.out.len >= AG_OUT_HIGH || g.out_broken) return;
-        if (req_source_ready(r, which) && req_produce(r, which)) served = 1;
-      }
-      if (served) {
-        progressed = 1;
-        move_to_tail(r);
-      }
-      r = next;
-    }
-    if (!progressed) return;
   }
 }

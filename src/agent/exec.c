@@ -1,13 +1,15 @@
 /*
  * exec.c - EXEC: the environment, spawning a command in its own session, its stdin,
- * stdout and stderr pipes, its timeout, reaping, EXITED and RESULT; and the drainer that
- * keeps detached commands' output flowing after the agent exits.
+ * stdout and stderr pipes, its output, its timeout, its cancellation, reaping, EXITED and
+ * RESULT; and the drainer that keeps detached commands' output flowing after the agent
+ * exits.
  *
- * Owns, per EXEC record: the child's pipes (stdin write end, stdout and stderr read ends)
- * and the stdin buffer; exec_close releases them. The spawn block (argv, envp) is owned by
- * exec_start and freed before it returns. Spawn failures are reported through a
- * close-on-exec pipe from the child, so a missing executable or a bad cwd is an ERROR of
- * kind spawn_failed, distinct from anything the command itself does.
+ * Owns: the base environment (g.base_env); per EXEC record, the child's pipes (stdin
+ * write end, stdout and stderr read ends) and the stdin buffer; exec_close releases them.
+ * The spawn block (argv, envp) is owned by exec_start and freed before it returns. Spawn
+ * failures are reported through a close-on-exec pipe from the child, so a missing
+ * executable or a bad cwd is an ERROR of kind spawn_failed, distinct from anything the
+ * command itself does.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -312,6 +314,12 @@ fail:
 
 /* ---- stdin ---- */
 
+/* Sends ERROR and ends the command (what op_fail does for an EXEC). */
+static void exec_fail(req_t *r, const ag_err_t *e) {
+  if (r->id != 0) send_error(r->id, e);
+  exec_cancel(r, 0);
+}
+
 void exec_stdin_ready(req_t *r) {
   exec_state_t *x = &r->u.exec;
   while (x->stdin_fd >= 0 && x->stdin_len > 0) {
@@ -348,7 +356,7 @@ void exec_stdin_data(req_t *r, const uint8_t *p, size_t len, int end) {
       if (x->stdin_buf == NULL) {
         ag_err_t e;
         err_set(&e, AW_E_RESOURCES, ENOMEM, "out of memory for stdin");
-        req_fail(r, &e);
+        exec_fail(r, &e);
         return;
       }
     }
@@ -356,13 +364,43 @@ void exec_stdin_data(req_t *r, const uint8_t *p, size_t len, int end) {
     if (x->stdin_len + len > AG_MAX_STDIN_BUF) {
       ag_err_t e;
       err_set(&e, AW_E_FLOW_CONTROL, 0, "stdin over the window");
-      req_fail(r, &e);
+      exec_fail(r, &e);
       return;
     }
     memcpy(x->stdin_buf + x->stdin_len, p, len);
     x->stdin_len += len;
   }
   exec_stdin_ready(r);
+}
+
+/* ---- output ---- */
+
+int exec_produce(req_t *r, int which) {
+  ostream_t *o = &r->out[which];
+  size_t want = o->credit < AW_MAX_DATA ? o->credit : AW_MAX_DATA;
+  uint8_t *b = outq_reserve(AW_HEADER_LEN + want);
+  if (b == NULL) return 0; /* the queue is at its cap: try again once it drains */
+  ssize_t n;
+  do n = read(o->fd, b + AW_HEADER_LEN, want);
+  while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN) {
+    o->ready = 0;
+    return 0;
+  }
+  if (n <= 0) {
+    /* End of the stream (or a read error, which ends it as well). */
+    close_fd(&o->fd);
+    o->active = 0;
+    o->ready = 0;
+    exec_check(r);
+    return 0;
+  }
+  aw_header_t h = {(uint32_t)n, AW_T_DATA, 0, o->stream, 0, r->id};
+  aw_header_encode(b, &h);
+  outq_commit(AW_HEADER_LEN + (size_t)n);
+  o->credit -= (uint32_t)n;
+  o->sent += (uint64_t)n;
+  return 1;
 }
 
 /* ---- the end of a command ---- */
@@ -425,6 +463,22 @@ void exec_kill(req_t *r, uint8_t why_flag) {
   x->killed = 1;
   tree_signal(x->pid, SIGKILL, 1);
   if (x->reaped) x->grace_ms = now_ms() + AG_KILL_GRACE_MS;
+}
+
+void exec_cancel(req_t *r, uint16_t why) {
+  exec_kill(r, why == AW_E_CANCELLED || why == AW_E_SHUTDOWN ? AW_EXITF_CANCELLED : 0);
+  /* The host does not want the rest of the output: close the pipes now. */
+  for (int i = 0; i < r->nout; i++) {
+    if (r->out[i].active) {
+      close_fd(&r->out[i].fd);
+      r->out[i].active = 0;
+      r->u.exec.flags |= AW_EXITF_OUTPUT_CUT;
+    }
+  }
+  close_fd(&r->u.exec.stdin_fd);
+  r->in.dead = 1;
+  if (why == 0) req_detach_id(r);
+  exec_check(r);
 }
 
 void exec_timer(req_t *r, int64_t now) {

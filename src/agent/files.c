@@ -2,10 +2,11 @@
  * files.c - READ, WRITE, MKDIR and LIST beneath the workdir, as the user the agent runs
  * as; paths are resolved by walk.c, so no symlink is followed anywhere on a path.
  *
- * Owns: the workdir descriptor (g.workdir_fd, opened on first use and kept); per READ
- * record the file's descriptor; per LIST record the DIR stream; per WRITE record the
- * parent directory's descriptor, the temporary file's descriptor and name, and the final
- * name. file_close releases them; a WRITE that did not commit removes its temporary file.
+ * Owns: the workdir descriptor (g.workdir_fd, opened on first use and kept) and the
+ * temporary names' counter (g.tmp_seq); per READ record the file's descriptor; per LIST
+ * record the DIR stream; per WRITE record the parent directory's descriptor, the
+ * temporary file's descriptor and name, and the final name. file_close releases them; a
+ * WRITE that did not commit removes its temporary file (when it fails or is cancelled).
  * A WRITE lands in a temporary file ".anvia-agent-<pid>-<n>.tmp" in the target's
  * directory and is renamed over the target once all of its declared bytes have arrived,
  * so no reader ever sees a partial file.
@@ -42,6 +43,12 @@ static uint16_t decode_kind(int rc) {
 }
 
 static int64_t mtime_of(const struct stat *st) { return now_realtime_ns_of(&st->st_mtim); }
+
+/* Sends ERROR and ends the request (what op_fail does for these types). */
+static void file_fail(req_t *r, const ag_err_t *e) {
+  if (r->id != 0) send_error(r->id, e);
+  file_cancel(r, 0);
+}
 
 /* ---- READ ---- */
 
@@ -133,7 +140,7 @@ int read_produce(req_t *r) {
   if (n < 0) {
     ag_err_t e;
     err_set(&e, err_kind_of(errno), errno, "read");
-    req_fail(r, &e);
+    file_fail(r, &e);
     return 1;
   }
   if (n == 0) {
@@ -219,7 +226,7 @@ fail:
   if (r != NULL) req_finish(r);
 }
 
-void write_abort(req_t *r) {
+static void write_abort(req_t *r) {
   write_state_t *ws = &r->u.write;
   close_fd(&ws->fd);
   if (ws->tmp[0] && ws->parent_fd >= 0) unlinkat(ws->parent_fd, ws->tmp, 0);
@@ -231,7 +238,7 @@ static void write_fail(req_t *r, uint16_t kind, int err, uint64_t value, const c
   err_set(&e, kind, err, "%s", what);
   e.value = value;
   write_abort(r);
-  req_fail(r, &e);
+  file_fail(r, &e);
 }
 
 void write_data(req_t *r, const uint8_t *p, size_t len, int end) {
@@ -425,7 +432,7 @@ int list_produce(req_t *r) {
     if (rc < 0) {
       ag_err_t e;
       err_set(&e, err_kind_of(errno), errno, "readdir");
-      req_fail(r, &e);
+      file_fail(r, &e);
       return 1;
     }
     if (rc == 0) {
@@ -471,6 +478,11 @@ int list_produce(req_t *r) {
   o->sent += used;
   if (done) list_finish(r);
   return 1;
+}
+
+void file_cancel(req_t *r, uint16_t why) {
+  if (r->type == AW_T_WRITE) write_abort(r);
+  req_end(r, why);
 }
 
 void file_close(req_t *r) {

@@ -1,9 +1,11 @@
 /*
- * main.c - the agent's start, its one poll() loop, its timers and its exit path.
+ * main.c - the agent's start, its one poll() loop, its timers and the end of its exit path.
  *
- * Owns: the global state `g` (its input buffer, the signalfd, the base environment) and
- * the process's lifetime. The agent runs as one long-lived `docker exec` (no TTY): stdin
- * and stdout carry the protocol (src/agent/PROTOCOL.md), stderr its own diagnostics.
+ * Owns: the configuration in `g` (from the command line and what the kernel offers), the
+ * input buffer (allocated once here, filled by conn.c), the signalfd, and the process's
+ * lifetime: the loop ends when the exit path (started by agent_shutdown, shutdown.c) is
+ * complete. The agent runs as one long-lived `docker exec` (no TTY): stdin and stdout
+ * carry the protocol (src/agent/PROTOCOL.md), stderr its own diagnostics.
  *
  *   anvia-agent [--workdir PATH] [--heartbeat-ms N] [--no-openat2] [--version]
  *
@@ -39,21 +41,7 @@
 #define AG_CLOSE_RANGE_CLOEXEC 4u
 #define IN_CAP (AW_HEADER_LEN + AW_MAX_PAYLOAD + 65536u)
 
-agent_t g;
 extern char **environ;
-
-void agent_shutdown(int code, const char *why) {
-  if (g.shutting_down) return;
-  g.shutting_down = 1;
-  g.exit_code = code;
-  g.shutdown_deadline_ms = now_ms() + AG_SHUTDOWN_MS;
-  if (code != 0) ag_log("exiting: %s", why);
-  for (req_t *r = g.head; r != NULL; r = r->next) {
-    if (r->finished) continue;
-    if (r->type == AW_T_EXEC && r->u.exec.detached) continue;
-    req_cancel(r, AW_E_SHUTDOWN);
-  }
-}
 
 static int shutdown_complete(void) {
   if (now_ms() >= g.shutdown_deadline_ms) return 1;
@@ -341,25 +329,23 @@ static void loop(void) {
       for (size_t i = P_FIRST; i < n; i++)
         if (pfd[i].revents) on_pipe_event(refs[i].r, refs[i].kind, pfd[i].revents);
       if (pfd[P_IN].fd >= 0 && pfd[P_IN].revents) conn_read();
-      if (pfd[P_OUT].fd >= 0 && (pfd[P_OUT].revents & (POLLERR | POLLHUP)) && !(pfd[P_OUT].revents & POLLOUT)) {
-        g.out_broken = 1;
-        g.out.len = 0;
-        agent_shutdown(0, "output closed");
-      }
+      if (pfd[P_OUT].fd >= 0 && (pfd[P_OUT].revents & (POLLERR | POLLHUP)) && !(pfd[P_OUT].revents & POLLOUT))
+        out_hangup();
     }
     run_timers(now_ms());
     if (!g.in_dead) conn_dispatch_pending();
     if (g.in_eof && !g.shutting_down && !input_has_frame()) agent_shutdown(0, "end of input");
     schedule_output();
-    conn_flush();
+    out_flush();
     reap_children();
-    req_sweep();
+    op_sweep();
   }
   free(pfd);
   free(refs);
 }
 
 int main(int argc, char **argv) {
+  agent_on_shutdown(op_end_all);
   g.self = getpid();
   g.in_fd = 0;
   g.out_fd = 1;
@@ -370,9 +356,9 @@ int main(int argc, char **argv) {
   if (setup(argc, argv) < 0) return 1;
   g.last_rx_ms = now_ms();
   send_hello();
-  conn_flush();
+  out_flush();
   loop();
   exec_spawn_drainer();
-  conn_flush();
+  out_flush();
   return g.exit_code;
 }

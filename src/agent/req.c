@@ -1,19 +1,18 @@
 /*
- * req.c - the request table and what every request has in common: lookup by id, the
- * credit windows of its streams (both directions), DATA and WINDOW from the host,
- * cancellation, and the end of a request.
+ * req.c - the request table and what every request has in common, whatever its type:
+ * lookup by id, the credit windows of its streams (both directions), the checks of DATA
+ * and WINDOW from the host, and the end of a request.
  *
- * Owns: every req_t. A record is made by req_new when a request arrives and freed by
- * req_sweep after req_finish; between the two, its type's file (exec.c, files.c, ports.c)
+ * Owns: every req_t record and the table's list (g.head, g.tail, g.nreq, g.nrecords). A
+ * record is made by req_new when a request arrives and freed by req_free at the sweep
+ * (ops.c) after req_finish; between the two, its type's file (exec.c, files.c, ports.c)
  * owns the descriptors and buffers inside it and releases them in exec_close/file_close.
  * An EXEC whose host-visible end came before its child was reaped keeps its record, with
- * id 0, until the child is reaped: nothing is ever left unreaped.
+ * id 0, until the child is reaped: nothing is ever left unreaped. What depends on a
+ * request's type (cancelling it, feeding its input, producing its output) is ops.c's.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "agent.h"
 
@@ -55,9 +54,14 @@ void req_finish(req_t *r) {
   r->finished = 1;
 }
 
-static void req_free(req_t *r) {
-  if (r->type == AW_T_EXEC) exec_close(r);
-  else file_close(r);
+void req_end(req_t *r, uint16_t why) {
+  if (why != 0 && r->id != 0) {
+    send_error_simple(r->id, why, 0, why == AW_E_SHUTDOWN ? "the agent is exiting" : "cancelled");
+  }
+  req_finish(r);
+}
+
+void req_free(req_t *r) {
   if (r->prev) r->prev->next = r->next;
   else g.head = r->next;
   if (r->next) r->next->prev = r->prev;
@@ -67,44 +71,15 @@ static void req_free(req_t *r) {
   free(r);
 }
 
-void req_sweep(void) {
-  req_t *r = g.head;
-  while (r != NULL) {
-    req_t *next = r->next;
-    if (r->finished) req_free(r);
-    r = next;
-  }
-}
-
-void req_cancel(req_t *r, uint16_t why) {
-  switch (r->type) {
-  case AW_T_EXEC:
-    exec_kill(r, why == AW_E_CANCELLED || why == AW_E_SHUTDOWN ? AW_EXITF_CANCELLED : 0);
-    /* The host does not want the rest of the output: close the pipes now. */
-    for (int i = 0; i < r->nout; i++) {
-      if (r->out[i].active) {
-        close_fd(&r->out[i].fd);
-        r->out[i].active = 0;
-        r->u.exec.flags |= AW_EXITF_OUTPUT_CUT;
-      }
-    }
-    close_fd(&r->u.exec.stdin_fd);
-    r->in.dead = 1;
-    if (why == 0) req_detach_id(r);
-    exec_check(r);
-    return;
-  case AW_T_WRITE: write_abort(r); break;
-  default: break;
-  }
-  if (why != 0 && r->id != 0) {
-    send_error_simple(r->id, why, 0, why == AW_E_SHUTDOWN ? "the agent is exiting" : "cancelled");
-  }
-  req_finish(r);
-}
-
-void req_fail(req_t *r, const ag_err_t *e) {
-  if (r->id != 0) send_error(r->id, e);
-  req_cancel(r, 0);
+void req_to_tail(req_t *r) {
+  if (g.tail == r) return;
+  if (r->prev) r->prev->next = r->next;
+  else g.head = r->next;
+  if (r->next) r->next->prev = r->prev;
+  r->prev = g.tail;
+  r->next = NULL;
+  g.tail->next = r;
+  g.tail = r;
 }
 
 /* ---- host -> agent streams ---- */
@@ -119,50 +94,42 @@ void in_consumed(req_t *r, uint32_t n, int drained) {
   }
 }
 
-void req_on_data(req_t *r, const aw_header_t *h, const uint8_t *p) {
-  ag_err_t e;
+int req_take_data(req_t *r, const aw_header_t *h, ag_err_t *e) {
   if (!r->has_in) {
-    err_set(&e, AW_E_PROTOCOL, 0, "DATA for a request that takes no input");
-    req_fail(r, &e);
-    return;
+    err_set(e, AW_E_PROTOCOL, 0, "DATA for a request that takes no input");
+    return -1;
   }
   if (r->in.ended) {
-    err_set(&e, AW_E_PROTOCOL, 0, "DATA after the end of the input");
-    req_fail(r, &e);
-    return;
+    err_set(e, AW_E_PROTOCOL, 0, "DATA after the end of the input");
+    return -1;
   }
   if (h->len > r->in.outstanding) {
-    err_set(&e, AW_E_FLOW_CONTROL, 0, "DATA of %u bytes with %u bytes of credit", (unsigned)h->len,
+    err_set(e, AW_E_FLOW_CONTROL, 0, "DATA of %u bytes with %u bytes of credit", (unsigned)h->len,
             (unsigned)r->in.outstanding);
-    req_fail(r, &e);
-    return;
+    return -1;
   }
   r->in.outstanding -= h->len;
   r->in.received += h->len;
-  int end = (h->flags & AW_F_END) != 0;
-  if (end) r->in.ended = 1;
-  if (r->type == AW_T_EXEC) exec_stdin_data(r, p, h->len, end);
-  else if (r->type == AW_T_WRITE) write_data(r, p, h->len, end);
+  if (h->flags & AW_F_END) r->in.ended = 1;
+  return 0;
 }
 
 /* ---- agent -> host streams ---- */
 
-void req_on_window(req_t *r, const aw_header_t *h, uint32_t inc) {
-  ag_err_t e;
+int req_take_window(req_t *r, const aw_header_t *h, uint32_t inc, ag_err_t *e) {
   ostream_t *o = NULL;
   for (int i = 0; i < r->nout; i++)
     if (r->out[i].stream == h->stream) o = &r->out[i];
   if (o == NULL) {
-    err_set(&e, AW_E_PROTOCOL, 0, "WINDOW for stream %u, which this request does not have", (unsigned)h->stream);
-    req_fail(r, &e);
-    return;
+    err_set(e, AW_E_PROTOCOL, 0, "WINDOW for stream %u, which this request does not have", (unsigned)h->stream);
+    return -1;
   }
   if ((uint64_t)o->credit + inc > AW_MAX_WINDOW) {
-    err_set(&e, AW_E_FLOW_CONTROL, 0, "credit over %u bytes", (unsigned)AW_MAX_WINDOW);
-    req_fail(r, &e);
-    return;
+    err_set(e, AW_E_FLOW_CONTROL, 0, "credit over %u bytes", (unsigned)AW_MAX_WINDOW);
+    return -1;
   }
   o->credit += inc;
+  return 0;
 }
 
 int req_source_ready(req_t *r, int which) {
@@ -171,41 +138,5 @@ int req_source_ready(req_t *r, int which) {
   if (r->type == AW_T_EXEC) return o->ready;
   /* A listing sends whole records: it waits for credit for the one it holds. */
   if (r->type == AW_T_LIST && r->u.list.pending_len > o->credit) return 0;
-  return 1;
-}
-
-int req_produce(req_t *r, int which) {
-  switch (r->type) {
-  case AW_T_EXEC: return produce_pipe(r, &r->out[which]);
-  case AW_T_READ: return read_produce(r);
-  case AW_T_LIST: return list_produce(r);
-  default: return 0;
-  }
-}
-
-int produce_pipe(req_t *r, ostream_t *o) {
-  size_t want = o->credit < AW_MAX_DATA ? o->credit : AW_MAX_DATA;
-  uint8_t *b = outq_reserve(AW_HEADER_LEN + want);
-  if (b == NULL) return 0; /* the queue is at its cap: try again once it drains */
-  ssize_t n;
-  do n = read(o->fd, b + AW_HEADER_LEN, want);
-  while (n < 0 && errno == EINTR);
-  if (n < 0 && errno == EAGAIN) {
-    o->ready = 0;
-    return 0;
-  }
-  if (n <= 0) {
-    /* End of the stream (or a read error, which ends it as well). */
-    close_fd(&o->fd);
-    o->active = 0;
-    o->ready = 0;
-    if (r->type == AW_T_EXEC) exec_check(r);
-    return 0;
-  }
-  aw_header_t h = {(uint32_t)n, AW_T_DATA, 0, o->stream, 0, r->id};
-  aw_header_encode(b, &h);
-  outq_commit(AW_HEADER_LEN + (size_t)n);
-  o->credit -= (uint32_t)n;
-  o->sent += (uint64_t)n;
   return 1;
 }
