@@ -11,7 +11,9 @@
 //      base and codec include neither libuv nor libcurl; nothing includes addon.c's
 //      header (it has none) or a .c file;
 //   6. the in-container agent (src/agent/) includes nothing of the addon but the shared
-//      wire codec, and the addon includes nothing of the agent.
+//      wire codec, and the addon includes nothing of the agent;
+//   7. no call cycle between the agent's files (its layers are listed in src/agent/agent.h):
+//      read with `nm` from the agent's own objects, compiled here as its build does.
 //
 // Usage: node scripts/check-layers.mjs [--verbose] [--src DIR]. Exit status 1 when a rule
 // is broken. --src checks another tree laid out like src/ (the tests use it on a copy
@@ -234,6 +236,69 @@ try {
   }
 } finally {
   rmSync(objdir, { recursive: true, force: true });
+}
+
+// ---- the agent's calls, from its own objects ----
+const agentCfiles = agentFiles.filter((f) => f.endsWith(".c"));
+const agentObjdir = mkdtempSync(join(tmpdir(), "anvia-layers-agent-"));
+try {
+  const { execFile } = await import("node:child_process");
+  const objOf = (file) => join(agentObjdir, file.replace(/\//g, "__") + ".o");
+  const compile = (file) =>
+    new Promise((resolve, reject) =>
+      execFile(
+        "cc",
+        // -fno-common: a global without an initializer (the state `g`) is defined where it
+        // is written, so nm names its file.
+        ["-std=c11", "-O0", "-w", "-fno-common", "-c", `-I${join(src, "agent")}`, `-I${join(src, "codec")}`, "-o", objOf(file), join(src, file)],
+        (err, _out, stderr) => (err ? reject(new Error(`${file}: ${stderr}`)) : resolve()),
+      ),
+    );
+  const queue = [...agentCfiles];
+  await Promise.all(
+    Array.from({ length: Math.max(1, cpus().length) }, async () => {
+      while (queue.length) await compile(queue.shift());
+    }),
+  );
+  const defined = new Map(); // symbol -> file
+  const undefinedBy = new Map(); // file -> [symbols]
+  for (const file of agentCfiles) {
+    const lines = execFileSync("nm", ["-P", objOf(file)], { encoding: "utf8" }).split("\n").filter(Boolean);
+    const undef = [];
+    for (const line of lines) {
+      const [name, type] = line.split(" ");
+      if (type === "U") undef.push(name);
+      else if (/[TDBR]/.test(type)) {
+        if (defined.has(name)) problem(`symbol ${name} is defined in both ${defined.get(name)} and ${file}`);
+        defined.set(name, file);
+      }
+    }
+    undefinedBy.set(file, undef);
+  }
+  const callGraph = new Map();
+  for (const file of agentCfiles) {
+    const edges = new Set();
+    for (const sym of undefinedBy.get(file)) {
+      const target = defined.get(sym);
+      if (target && target !== file) edges.add(target);
+    }
+    callGraph.set(file, edges);
+  }
+  for (const comp of cycles(callGraph)) {
+    const ties = [];
+    for (const a of comp)
+      for (const sym of undefinedBy.get(a)) {
+        const b = defined.get(sym);
+        if (b && b !== a && comp.includes(b)) ties.push(`${a} -> ${b}: ${sym}`);
+      }
+    problem(`call cycle between agent files: ${comp.join(", ")}\n    ${ties.join("\n    ")}`);
+  }
+  if (verbose) {
+    console.log(`agent: ${agentCfiles.length} files`);
+    for (const f of agentCfiles) console.log(`  ${f} -> ${[...callGraph.get(f)].join(", ") || "(libc and the wire codec only)"}`);
+  }
+} finally {
+  rmSync(agentObjdir, { recursive: true, force: true });
 }
 
 if (problems.length) {

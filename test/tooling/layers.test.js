@@ -1,6 +1,7 @@
 // The layers of src/ keep their rules (src/README.md): scripts/check-layers.mjs
 // finds no include or call cycle, no call or include into a higher layer, no Node header
-// in the base, codec and engine layers, and an opening comment in every C file.
+// in the base, codec and engine layers, an opening comment in every C file, and no call
+// cycle between the in-container agent's files.
 import test from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -29,6 +30,11 @@ const breakages = {
     ["base/buf.c", 'append', '\nint sbx_layers_probe_a(void);\nint sbx_layers_probe_b(void) { return sbx_layers_probe_a(); }\n'],
   ],
   "a file without its opening comment": [["codec/spec.c", 'prepend', 'int sbx_layers_probe;\n'], /codec\/spec\.c: does not open with a comment/],
+  // The agent's output queue calling back up into the connection that uses it.
+  "a call cycle between two agent files": [
+    ["agent/out.c", 'append', '\nvoid agent_layers_probe(void) { conn_read(); }\n'],
+    /call cycle between agent files: [^\n]*agent\/conn\.c[^\n]*agent\/out\.c[\s\S]*agent\/out\.c -> agent\/conn\.c: conn_read/,
+  ],
 };
 
 for (const [what, [edit, expected, edit2]] of Object.entries(breakages)) {
