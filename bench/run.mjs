@@ -21,10 +21,12 @@
 //   --concurrency N      concurrent execs for the event-loop test (default 64);
 //   --eld-rounds N       rounds of it per implementation (default 3)
 //   --leak-execs N       engine leak test: execs between the RSS/fd readings (default 5000);
-//   --leak-warmup N      execs before the first reading, both leak tests (default 300);
+//   --leak-warmup N      engine leak test: execs before the first reading (default 300);
 //   --leak-concurrency N calls in flight during both leak tests (default 2)
 //   --agent-leak-ops N   agent leak test: operations between the readings, a rotation of
-//                        exec, writeTextFile, readFile, listFiles (default 10000)
+//                        exec, writeTextFile, readFile, listFiles (default 10000);
+//   --agent-leak-warmup N  operations before its first reading (default 10000: V8 grows
+//                        its young generation for the first few thousand)
 //   --first-call-runs N  fresh sandboxes for the agent's first-call cost (default 8)
 //   --no-extras          skip the stream, first-call, event-loop and leak measurements
 //   --smoke              one run of everything with tiny sizes (used by the tests)
@@ -94,6 +96,7 @@ function parseArgs(argv) {
     leakWarmup: 300,
     leakConcurrency: 2,
     agentLeakOps: 10000,
+    agentLeakWarmup: 10000,
     firstCallRuns: 8,
     extras: true,
     smoke: false,
@@ -141,6 +144,7 @@ function parseArgs(argv) {
       case "--leak-warmup": o.leakWarmup = Math.round(num(next(), arg)); break;
       case "--leak-concurrency": o.leakConcurrency = Math.max(1, Math.round(num(next(), arg))); break;
       case "--agent-leak-ops": o.agentLeakOps = Math.max(1, Math.round(num(next(), arg))); break;
+      case "--agent-leak-warmup": o.agentLeakWarmup = Math.round(num(next(), arg)); break;
       case "--first-call-runs": o.firstCallRuns = Math.max(1, Math.round(num(next(), arg))); break;
       case "--no-extras": o.extras = false; break;
       case "--smoke": o.smoke = true; break;
@@ -173,6 +177,7 @@ function parseArgs(argv) {
       leakExecs: Math.min(o.leakExecs, 10),
       leakWarmup: Math.min(o.leakWarmup, 2),
       agentLeakOps: Math.min(o.agentLeakOps, 20),
+      agentLeakWarmup: Math.min(o.agentLeakWarmup, 4),
       firstCallRuns: 1,
     });
   }
@@ -316,6 +321,7 @@ async function main() {
       leakWarmup: o.leakWarmup,
       leakConcurrency: o.leakConcurrency,
       agentLeakOps: o.agentLeakOps,
+      agentLeakWarmup: o.agentLeakWarmup,
       firstCallRuns: o.firstCallRuns,
       implementations: IMPLS,
       ratios: Object.fromEntries(RATIOS.map(([key, num, den]) => [key, `${num} / ${den}`])),
@@ -708,7 +714,7 @@ async function main() {
       };
       const reading = () => {
         const m = process.memoryUsage();
-        return { rssBytes: m.rss, heapUsedBytes: m.heapUsed, externalBytes: m.external, arrayBuffersBytes: m.arrayBuffers, openFds: fdCount() };
+        return { rssBytes: m.rss, heapUsedBytes: m.heapUsed, heapTotalBytes: m.heapTotal, externalBytes: m.external, arrayBuffersBytes: m.arrayBuffers, openFds: fdCount() };
       };
       if (wantExtra("leak")) try {
         const runExecs = async (count) => {
@@ -788,8 +794,14 @@ async function main() {
           if (agent === undefined) throw new Error("no agent process in the shared sandbox");
           return agent;
         };
-        log(`leak test (agent): ${o.leakWarmup} warm-up operations, then ${total} (${MIX.map(([n]) => n).join(", ")} in turn; ${o.leakConcurrency} in flight)`);
-        await runOps(o.leakWarmup);
+        // The warm-up is long: at several hundred operations a second, V8 grows its young
+        // generation (process.memoryUsage().heapTotal, and RSS with it, by ~15-25 MiB over
+        // the first ~5,000-8,000 operations, then flat; with --max-semi-space-size=1 the
+        // growth is gone). Measured before and after it, so that it shows.
+        log(`leak test (agent): ${o.agentLeakWarmup} warm-up operations, then ${total} (${MIX.map(([n]) => n).join(", ")} in turn; ${o.leakConcurrency} in flight)`);
+        await settle();
+        const beforeWarmup = reading();
+        await runOps(o.agentLeakWarmup);
         await settle();
         const before = reading();
         const agentBefore = await agentReading();
@@ -801,10 +813,11 @@ async function main() {
           await runOps(Math.min(step, total - done));
           seconds += (performance.now() - s) / 1000;
           const agent = await agentReading();
-          const point = { operations: Math.min(done + step, total), rssBytes: process.memoryUsage().rss, openFds: fdCount(), agentVmRssKiB: agent.vmRssKiB, agentFds: agent.fds, agentPid: agent.pid };
+          const m = process.memoryUsage();
+          const point = { operations: Math.min(done + step, total), rssBytes: m.rss, heapTotalBytes: m.heapTotal, openFds: fdCount(), agentVmRssKiB: agent.vmRssKiB, agentFds: agent.fds, agentPid: agent.pid };
           series.push(point);
           log(
-            `  ${point.operations}/${total} operations, RSS ${(point.rssBytes / 2 ** 20).toFixed(1)} MiB, ${point.openFds} fds; ` +
+            `  ${point.operations}/${total} operations, RSS ${(point.rssBytes / 2 ** 20).toFixed(1)} MiB (V8 heap reserved ${(point.heapTotalBytes / 2 ** 20).toFixed(1)}), ${point.openFds} fds; ` +
               `agent (pid ${agent.pid}) VmRSS ${agent.vmRssKiB} KiB, ${agent.fds} fds`,
           );
         }
@@ -815,7 +828,10 @@ async function main() {
           transport: "agent",
           operations: total,
           mix: MIX.map(([n]) => n),
-          warmup: o.leakWarmup,
+          warmup: o.agentLeakWarmup,
+          beforeWarmup,
+          warmupRssGrowthBytes: before.rssBytes - beforeWarmup.rssBytes,
+          warmupHeapTotalGrowthBytes: before.heapTotalBytes - beforeWarmup.heapTotalBytes,
           concurrency: o.leakConcurrency,
           seconds, // the operations' time, without the readings in the container
           operationsPerSecond: total / seconds,
@@ -1149,7 +1165,7 @@ function evaluateTargets(result) {
       "< 5 MiB",
       `${(l.rssGrowthBytes / 2 ** 20).toFixed(2)} MiB`,
       l.rssGrowthBytes < 5 * 2 ** 20,
-      `heap ${(l.heapGrowthBytes / 2 ** 20).toFixed(2)} MiB; the agent's own VmRSS ${ap.before.vmRssKiB} -> ${ap.after.vmRssKiB} KiB${ap.samePid ? "" : " (a different agent process at the end)"}`,
+      `heap ${(l.heapGrowthBytes / 2 ** 20).toFixed(2)} MiB; after ${l.warmup} warm-up operations (RSS ${l.warmupRssGrowthBytes >= 0 ? "+" : ""}${(l.warmupRssGrowthBytes / 2 ** 20).toFixed(1)} MiB, V8 heap reserved ${l.warmupHeapTotalGrowthBytes >= 0 ? "+" : ""}${(l.warmupHeapTotalGrowthBytes / 2 ** 20).toFixed(1)} MiB during them); the agent's own VmRSS ${ap.before.vmRssKiB} -> ${ap.after.vmRssKiB} KiB${ap.samePid ? "" : " (a different agent process at the end)"}`,
     );
     add(
       `agent: open descriptors after ${l.operations} operations`,
@@ -1239,7 +1255,8 @@ function renderTable(result) {
     const l = ex.agentLeak;
     const ap = l.agentProcess;
     lines.push(
-      `agent: ${l.operations} operations (${l.mix.join("/")} in turn, ${l.concurrency} in flight, ${l.operationsPerSecond.toFixed(0)}/s): RSS ${mib(l.before.rssBytes)} -> ${mib(l.after.rssBytes)} MiB, ` +
+      `agent: ${l.operations} operations after ${l.warmup} warm-up (${l.mix.join("/")} in turn, ${l.concurrency} in flight, ${l.operationsPerSecond.toFixed(0)}/s): ` +
+        `RSS ${mib(l.beforeWarmup.rssBytes)} before the warm-up, ${mib(l.before.rssBytes)} -> ${mib(l.after.rssBytes)} MiB, ` +
         `heap ${mib(l.before.heapUsedBytes)} -> ${mib(l.after.heapUsedBytes)} MiB, open fds ${l.before.openFds} -> ${l.after.openFds}; ` +
         `the agent in the container: VmRSS ${ap.before.vmRssKiB} -> ${ap.after.vmRssKiB} KiB (peak ${ap.after.vmHwmKiB} KiB), fds ${ap.before.fds} -> ${ap.after.fds}`,
     );
