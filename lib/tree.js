@@ -1,0 +1,576 @@
+// Tree transfers, the JavaScript side of src/runtime/tree.h: iteration and host files only.
+//
+//  - importTree: entries and their chunks are pulled from the caller's (sync or async)
+//    iterable, or from a walk of a host directory (fs.opendir, lstat, one directory at a
+//    time; links and special files refused, or skipped on request, never followed), and
+//    handed to the native side one by one; a push that answers "wait" is followed by the
+//    native "drain" event before the next. The native side judges every entry (paths,
+//    quotas, byteLength), builds the archive and moves it.
+//  - exportTree: the native side's events ("entry", "data", "end") are handed to the
+//    caller's consume(entry) one entry at a time, a file's bytes as an async iterable;
+//    native.control pauses and resumes the transfer when more than STREAM_HIGH bytes wait
+//    here. A host directory destination is such a consumer, writing under a temporary
+//    sibling that one rename publishes once everything succeeded.
+// Whatever ends a transfer early (a failure on either side, the caller's abort, the
+// consumer throwing) stops the other side too: the native operation is cancelled, the
+// caller's iterators are closed with return(), a temporary directory is removed.
+import { constants } from "node:fs";
+import { chmod, lstat, mkdir, mkdtemp, open, opendir, readFile, rename, rm } from "node:fs/promises";
+import path from "node:path";
+import { native, runNative } from "./native.js";
+import { DockerSandboxError } from "./errors.js";
+import { isRecord } from "./util.js";
+
+const GO = 0;
+const WAIT = 1;
+const PAUSE = 1;
+const RESUME = 0;
+const STREAM_HIGH = 4 * 1024 * 1024;
+const STREAM_LOW = 1024 * 1024;
+const READ_CHUNK = 256 * 1024;
+const SMALL_FILE = 256 * 1024;
+const MAX_CHUNK = 1024 * 1024;
+const WRITE_BEHIND = 16;
+const PROGRESS_BYTES = 8 * 1024 * 1024;
+
+function assertTransferOptions(options) {
+  if (!isRecord(options)) throw new TypeError("options must be an object.");
+  if (options.onProgress !== undefined && typeof options.onProgress !== "function")
+    throw new TypeError("onProgress must be a function.");
+}
+
+function getIterator(source) {
+  if (source != null && typeof source[Symbol.asyncIterator] === "function") return source[Symbol.asyncIterator]();
+  if (source != null && typeof source[Symbol.iterator] === "function") return source[Symbol.iterator]();
+  return undefined;
+}
+
+// Closes an iterator the transfer stopped reading. A pending next() of an async generator
+// makes return() wait for it: not awaited here, so a stuck source cannot hold the caller.
+function closeIterator(iterator) {
+  if (iterator === undefined || typeof iterator.return !== "function") return;
+  try {
+    Promise.resolve(iterator.return()).catch(() => undefined);
+  } catch {}
+}
+
+function progress(onProgress, counts) {
+  if (onProgress === undefined) return;
+  try {
+    onProgress(Object.freeze(counts));
+  } catch {}
+}
+
+// ---- import ------------------------------------------------------------------------------
+
+function describeEntry(entry) {
+  if (!isRecord(entry)) throw new TypeError("Each import entry must be an object.");
+  if (entry.kind === "directory") return { isDirectory: true, path: entry.path, mode: entry.mode };
+  if (entry.kind !== "file") throw new TypeError('An import entry\'s kind must be "file" or "directory".');
+  if (entry.bytes !== undefined) {
+    if (!(entry.bytes instanceof Uint8Array)) throw new TypeError(`An import entry's bytes must be a Uint8Array: ${entry.path}`);
+    const byteLength = entry.byteLength ?? entry.bytes.byteLength;
+    return { isDirectory: false, path: entry.path, mode: entry.mode, byteLength, bytes: entry.bytes };
+  }
+  if (typeof entry.open !== "function") throw new TypeError(`A file entry needs bytes or open(): ${entry.path}`);
+  return { isDirectory: false, path: entry.path, mode: entry.mode, byteLength: entry.byteLength, open: entry.open };
+}
+
+// Totals when the source is an array (it is in memory already): for onProgress.
+function totalsOf(source) {
+  if (!Array.isArray(source)) return {};
+  let totalFiles = 0;
+  let totalBytes = 0;
+  for (const e of source) {
+    if (!isRecord(e) || e.kind !== "file") continue;
+    totalFiles++;
+    const n = e.bytes instanceof Uint8Array ? (e.byteLength ?? e.bytes.byteLength) : e.byteLength;
+    if (Number.isSafeInteger(n)) totalBytes += n;
+  }
+  return { totalFiles, totalBytes };
+}
+
+// A host directory, walked one directory at a time. Links and special files are refused
+// (or counted in stats.skipped), never followed; file contents are read with O_NOFOLLOW
+// and must still be the file that was looked at. The entries of a directory are looked at
+// (lstat) LSTAT_BATCH at a time, concurrently.
+const LSTAT_BATCH = 64;
+
+async function* walkHost(root, skip, stats) {
+  const top = await lstat(root);
+  if (top.isSymbolicLink()) throw new DockerSandboxError(`Host path is a symbolic link: ${root}`, "invalid_entry", { path: root });
+  if (!top.isDirectory()) throw new DockerSandboxError(`Host path is not a directory: ${root}`, "invalid_path", { path: root });
+  const pending = [""];
+  while (pending.length > 0) {
+    const rel = pending.pop();
+    const dir = await opendir(rel === "" ? root : path.join(root, rel));
+    const subdirs = [];
+    let batch = [];
+    const lookAt = async function* (names) {
+      const paths = names.map((name) => (rel === "" ? name : `${rel}/${name}`));
+      const stats_ = await Promise.all(paths.map((p) => lstat(path.join(root, p))));
+      for (let i = 0; i < paths.length; i++) {
+        const relPath = paths[i];
+        const st = stats_[i];
+        const abs = path.join(root, relPath);
+        // Sandbox paths take "\\" for "/" (writeFile's rules): such a name has no faithful copy.
+        if (names[i].includes("\\")) {
+          if (skip) {
+            stats.skipped++;
+            continue;
+          }
+          throw new DockerSandboxError(`Host name holds a backslash, a path separator in the sandbox: ${abs}`, "invalid_path", { path: relPath });
+        }
+        if (st.isDirectory()) {
+          subdirs.push(relPath);
+          yield { kind: "directory", path: relPath, mode: st.mode & 0o777 };
+        } else if (st.isFile()) {
+          yield hostFile(abs, relPath, st);
+        } else if (skip) {
+          stats.skipped++;
+        } else {
+          const what = st.isSymbolicLink() ? "a symbolic link" : "not a regular file or directory";
+          throw new DockerSandboxError(`Host path is ${what}: ${abs}`, "invalid_entry", { path: relPath });
+        }
+      }
+    };
+    for await (const dirent of dir) {
+      batch.push(dirent.name);
+      if (batch.length === LSTAT_BATCH) {
+        yield* lookAt(batch);
+        batch = [];
+      }
+    }
+    yield* lookAt(batch);
+    for (let i = subdirs.length - 1; i >= 0; i--) pending.push(subdirs[i]);
+  }
+}
+
+// A host file entry. A small one can be read ahead (prefetch), while earlier entries are
+// still being sent; a larger one is read as it is sent.
+function hostFile(abs, relPath, st) {
+  let early;
+  return {
+    kind: "file",
+    path: relPath,
+    mode: st.mode & 0o777,
+    byteLength: st.size,
+    prefetch: st.size <= SMALL_FILE ? () => {
+      early ??= readFile(abs, { flag: constants.O_RDONLY | constants.O_NOFOLLOW });
+      early.catch(() => undefined); // reported when the entry is sent
+      return st.size;
+    } : undefined,
+    open: () => (early !== undefined ? (async function* () { yield await early; })() : readHostFile(abs, st)),
+  };
+}
+
+// Pulls up to READ_AHEAD entries (and READ_AHEAD_BYTES of small files' contents) ahead of
+// the one being sent, starting their reads: the host's disk and the engine work at once.
+const READ_AHEAD = 32;
+const READ_AHEAD_BYTES = 8 * 1024 * 1024;
+
+async function* readAhead(source) {
+  const iterator = source[Symbol.asyncIterator]();
+  const queue = [];
+  let bytes = 0;
+  let done = false;
+  try {
+    for (;;) {
+      while (!done && queue.length < READ_AHEAD && bytes < READ_AHEAD_BYTES) {
+        const step = await iterator.next();
+        if (step.done) {
+          done = true;
+          break;
+        }
+        const entry = step.value;
+        const n = entry.prefetch?.() ?? 0;
+        bytes += n;
+        queue.push([entry, n]);
+      }
+      const next = queue.shift();
+      if (next === undefined) return;
+      bytes -= next[1];
+      yield next[0];
+    }
+  } finally {
+    if (!done) await iterator.return?.();
+  }
+}
+
+async function* readHostFile(abs, st) {
+  const fh = await open(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const now = await fh.stat();
+    if (!now.isFile() || now.ino !== st.ino || now.dev !== st.dev)
+      throw new DockerSandboxError(`Host file changed while it was read: ${abs}`, "invalid_entry", { path: abs });
+    const buffer = Buffer.allocUnsafe(READ_CHUNK);
+    for (;;) {
+      const { bytesRead } = await fh.read(buffer, 0, buffer.length, null);
+      if (bytesRead === 0) return;
+      // Handed to native (which copies it) before the next read.
+      yield buffer.subarray(0, bytesRead);
+    }
+  } finally {
+    await fh.close();
+  }
+}
+
+export function prepareImport(sandbox, source, options) {
+  assertTransferOptions(options);
+  if (typeof source !== "string" && getIterator(source) === undefined)
+    throw new TypeError("source must be a host directory path or an iterable of entries.");
+  if (options.specialFiles !== undefined && options.specialFiles !== "refuse" && options.specialFiles !== "skip")
+    throw new TypeError('specialFiles must be "refuse" or "skip".');
+  return native.prepareImportTree(sandbox, options);
+}
+
+export async function runImport({ token, channel }, source, options, signal) {
+  const stats = { skipped: 0 };
+  const entries = typeof source === "string" ? readAhead(walkHost(source, options.specialFiles === "skip", stats)) : source;
+  const totals = totalsOf(source);
+  const onProgress = options.onProgress;
+  let wake;
+  let settled = false;
+  const ready = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  const waitDrain = () => (settled ? Promise.resolve() : new Promise((resolve) => (wake = resolve)));
+  const done = runNative(token, signal, (type) => {
+    if (type === "drain") ready();
+  });
+  const finished = done.finally(() => {
+    settled = true;
+    ready();
+  });
+  let iterator;
+  let chunks;
+  const report = () => {
+    const c = native.treeImportCounts(channel);
+    if (c !== null) progress(onProgress, { files: c[0], directories: c[1], bytes: c[2], ...totals });
+  };
+  const push = async (state) => {
+    if (state === WAIT) await waitDrain();
+    return !settled && state >= GO;
+  };
+  const pump = async () => {
+    await waitDrain(); // the transport is ready
+    if (settled) return;
+    iterator = getIterator(entries);
+    let sinceReport = 0;
+    for (;;) {
+      const step = await iterator.next();
+      if (settled) return;
+      if (step.done) {
+        iterator = undefined;
+        if (native.treeImportEnd(channel) >= GO) report();
+        return;
+      }
+      const e = describeEntry(step.value);
+      if (!(await push(native.treeImportEntry(channel, e.isDirectory, e.path, e.mode, e.byteLength)))) return;
+      if (!e.isDirectory) {
+        if (e.bytes !== undefined) {
+          for (let off = 0; off < e.bytes.byteLength; off += MAX_CHUNK) {
+            const piece = e.bytes.subarray(off, Math.min(off + MAX_CHUNK, e.bytes.byteLength));
+            if (!(await push(native.treeImportData(channel, piece)))) return;
+          }
+        } else {
+          chunks = getIterator(await e.open());
+          if (chunks === undefined) throw new TypeError(`open() must return an iterable of Uint8Array chunks: ${e.path}`);
+          for (;;) {
+            const c = await chunks.next();
+            if (settled) return;
+            if (c.done) break;
+            if (!(await push(native.treeImportData(channel, c.value)))) return;
+            sinceReport += c.value?.byteLength ?? 0;
+            if (sinceReport >= PROGRESS_BYTES) {
+              sinceReport = 0;
+              report();
+            }
+          }
+          chunks = undefined;
+        }
+      }
+      report();
+    }
+  };
+  // A failure of the source (or of an entry's shape) stops the native side with it.
+  const pumping = pump().catch((error) => native.cancel(token, error));
+  try {
+    const summary = await finished;
+    await pumping;
+    return Object.freeze({ ...summary, skipped: summary.skipped + stats.skipped });
+  } finally {
+    closeIterator(chunks);
+    closeIterator(iterator);
+  }
+}
+
+// ---- export ------------------------------------------------------------------------------
+
+// The native events of one export, pulled in order; native.control pauses the transfer
+// while more than STREAM_HIGH bytes wait here.
+function eventStream(token, signal) {
+  const queue = [];
+  let queued = 0;
+  let paused = false;
+  let wake;
+  let finished = false;
+  let failure;
+  let result;
+  const poke = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  const onEvent = (type, value) => {
+    queue.push([type, value]);
+    if (type === "data") {
+      queued += value.byteLength;
+      if (!paused && queued > STREAM_HIGH) {
+        paused = true;
+        native.control(token, PAUSE);
+      }
+    }
+    poke();
+  };
+  const done = runNative(token, signal, onEvent).then(
+    (r) => {
+      result = r;
+      finished = true;
+      poke();
+    },
+    (e) => {
+      failure = e;
+      finished = true;
+      poke();
+    },
+  );
+  return {
+    done,
+    get result() {
+      return result;
+    },
+    async next() {
+      for (;;) {
+        if (failure !== undefined) throw failure;
+        const ev = queue.shift();
+        if (ev !== undefined) {
+          if (ev[0] === "data") {
+            queued -= ev[1].byteLength;
+            if (paused && queued < STREAM_LOW) {
+              paused = false;
+              native.control(token, RESUME);
+            }
+          }
+          return ev;
+        }
+        if (finished) return null;
+        await new Promise((resolve) => (wake = resolve));
+      }
+    },
+  };
+}
+
+// One file's bytes, from the stream, until its "end": single use, in order.
+function fileBytes(stream) {
+  let used = false;
+  let ended = false;
+  const read = async () => {
+    if (ended) return null;
+    const ev = await stream.next();
+    if (ev === null) throw new DockerSandboxError("The export ended inside a file.", "docker_command_failed");
+    if (ev[0] === "end") {
+      ended = true;
+      return null;
+    }
+    if (ev[0] !== "data") throw new DockerSandboxError("The export's events are out of order.", "docker_command_failed");
+    return ev[1];
+  };
+  return {
+    [Symbol.asyncIterator]() {
+      if (used) throw new TypeError("An exported file's bytes can be read once.");
+      used = true;
+      return {
+        async next() {
+          const chunk = await read();
+          return chunk === null ? { done: true, value: undefined } : { done: false, value: chunk };
+        },
+        async return() {
+          return { done: true, value: undefined };
+        },
+        [Symbol.asyncIterator]() {
+          return this;
+        },
+      };
+    },
+    // What the consumer did not read is skipped.
+    async drain() {
+      while ((await read()) !== null);
+    },
+  };
+}
+
+// A host directory that must not exist: entries go under a temporary sibling (mode 0700
+// directories while it fills, files opened with O_EXCL | O_NOFOLLOW, so nothing is ever
+// written through a link or over another entry), published by one rename at the end.
+async function hostDestination(dest) {
+  const abs = path.resolve(dest);
+  try {
+    await lstat(abs);
+    throw new DockerSandboxError(`Export destination already exists: ${abs}`, "invalid_path", { path: abs });
+  } catch (error) {
+    if (error?.code !== "ENOENT") throw error;
+  }
+  const tmp = await mkdtemp(path.join(path.dirname(abs), `.${path.basename(abs)}.anvia-export-`));
+  const made = new Set([""]);
+  const dirs = [];
+  const umask = process.umask();
+  const ensureDir = async (rel) => {
+    if (made.has(rel)) return;
+    await ensureDir(path.posix.dirname(rel) === "." ? "" : path.posix.dirname(rel));
+    await mkdir(path.join(tmp, rel), { mode: 0o700 }).catch((error) => {
+      if (error?.code !== "EEXIST") throw error;
+    });
+    made.add(rel);
+  };
+  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+  // Small files are written in the background, WRITE_BEHIND at a time, while the next
+  // entries arrive; the first failure is thrown at the next entry or at publish().
+  const writing = new Set();
+  let failure;
+  const settle = async () => {
+    while (writing.size > 0) await Promise.race(writing);
+    if (failure !== undefined) throw failure;
+  };
+  const writeSmall = async (target, data, mode) => {
+    const fh = await open(target, flags, mode);
+    try {
+      await fh.writeFile(data);
+      if ((mode & ~umask) !== mode) await fh.chmod(mode);
+    } finally {
+      await fh.close();
+    }
+  };
+  return {
+    abs,
+    tmp,
+    async consume(entry) {
+      if (failure !== undefined) throw failure;
+      const parent = path.posix.dirname(entry.path) === "." ? "" : path.posix.dirname(entry.path);
+      await ensureDir(parent);
+      const target = path.join(tmp, entry.path);
+      if (entry.kind === "directory") {
+        await ensureDir(entry.path);
+        dirs.push([target, entry.mode]);
+        return;
+      }
+      if (entry.byteLength <= SMALL_FILE) {
+        const parts = [];
+        for await (const chunk of entry.bytes) parts.push(chunk);
+        const data = parts.length === 1 ? parts[0] : Buffer.concat(parts);
+        const p = writeSmall(target, data, entry.mode).then(
+          () => writing.delete(p),
+          (error) => {
+            writing.delete(p);
+            failure ??= error;
+          },
+        );
+        writing.add(p);
+        if (writing.size >= WRITE_BEHIND) await Promise.race(writing);
+        return;
+      }
+      const fh = await open(target, flags, entry.mode);
+      try {
+        for await (const chunk of entry.bytes) await fh.write(chunk);
+        if ((entry.mode & ~umask) !== entry.mode) await fh.chmod(entry.mode);
+      } finally {
+        await fh.close();
+      }
+    },
+    async publish() {
+      await settle();
+      for (let i = dirs.length - 1; i >= 0; i--) await chmod(dirs[i][0], dirs[i][1]);
+      try {
+        await lstat(abs);
+        throw new DockerSandboxError(`Export destination already exists: ${abs}`, "invalid_path", { path: abs });
+      } catch (error) {
+        if (error?.code !== "ENOENT") throw error;
+      }
+      await rename(tmp, abs);
+    },
+    async discard() {
+      await settle().catch(() => undefined);
+      await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+    },
+  };
+}
+
+export function prepareExport(sandbox, selection, destination, options) {
+  assertTransferOptions(options);
+  if (typeof destination !== "string" && typeof destination !== "function")
+    throw new TypeError("destination must be a host directory path or a consume(entry) function.");
+  if (typeof destination === "string" && destination.length === 0) throw new TypeError("destination must not be empty.");
+  return native.prepareExportTree(sandbox, selection, options);
+}
+
+export async function runExport(token, selection, destination, options, signal) {
+  const host = typeof destination === "string" ? await hostDestination(destination) : undefined;
+  const consume = host ? host.consume : destination;
+  const onProgress = options.onProgress;
+  const totals = selection.kind === "files" ? { totalFiles: selection.paths.length } : {};
+  const stream = eventStream(token, signal);
+  const counts = { files: 0, directories: 0, bytes: 0 };
+  let ok = false;
+  try {
+    for (;;) {
+      const ev = await stream.next();
+      if (ev === null) break;
+      if (ev[0] !== "entry") throw new DockerSandboxError("The export's events are out of order.", "docker_command_failed");
+      const meta = ev[1];
+      if (meta.kind === "directory") {
+        await consume(Object.freeze({ kind: "directory", path: meta.path, mode: meta.mode, byteLength: 0 }));
+        counts.directories++;
+      } else {
+        const bytes = fileBytes(stream);
+        let got = 0;
+        const counted = {
+          [Symbol.asyncIterator]() {
+            const it = bytes[Symbol.asyncIterator]();
+            return {
+              async next() {
+                const r = await it.next();
+                if (!r.done) got += r.value.byteLength;
+                return r;
+              },
+              return: () => it.return(),
+              [Symbol.asyncIterator]() {
+                return this;
+              },
+            };
+          },
+        };
+        await consume(Object.freeze({ kind: "file", path: meta.path, mode: meta.mode, byteLength: meta.byteLength, bytes: counted }));
+        await bytes.drain();
+        counts.files++;
+        counts.bytes += got;
+      }
+      progress(onProgress, { ...counts, ...totals });
+      // The caller's abort counts even when the native side is already done.
+      signal?.throwIfAborted();
+    }
+    await stream.done;
+    signal?.throwIfAborted();
+    if (host) await host.publish();
+    ok = true;
+    return Object.freeze({ ...stream.result });
+  } catch (error) {
+    // The consumer (or the host directory) failed: the native side stops too.
+    native.cancel(token, error);
+    await stream.done;
+    throw error;
+  } finally {
+    if (host && !ok) await host.discard();
+  }
+}
