@@ -181,7 +181,8 @@ static json_t *string_array(char **items, size_t n) {
   return a;
 }
 
-/* --read-only, --security-opt (no-new-privileges, seccomp=<compact JSON>), --cap-drop
+/* --read-only, --security-opt (no-new-privileges, seccomp=<compact JSON> or, for Podman,
+ * seccomp=<the profile's path on the engine's host>), --cap-drop
  * (ALL unless given), --cap-add. 0, or -1 when out of memory. */
 static int set_security(json_t *host, const create_opts_t *o) {
   if (o->readonly_rootfs) json_object_set_new(host, "ReadonlyRootfs", json_true());
@@ -191,7 +192,7 @@ static int set_security(json_t *host, const create_opts_t *o) {
   if (o->seccomp_json) {
     buf_t s;
     buf_init(&s, 0);
-    if (buf_printf(&s, "seccomp=%s", o->seccomp_json) != 0 || buf_terminate(&s) != 0) {
+    if (buf_printf(&s, "seccomp=%s", o->seccomp_ref ? o->seccomp_ref : o->seccomp_json) != 0 || buf_terminate(&s) != 0) {
       buf_free(&s);
       json_decref(secopt);
       return -1;

@@ -70,6 +70,9 @@ typedef struct create_opts {
   int no_new_privileges;
   char *seccomp_path;
   char *seccomp_json; /* the profile as compact JSON, once read (lifecycle/create.c) */
+  /* Sent after "seccomp=" instead of the JSON when set: the profile's path on the engine's
+   * own host (Podman reads the value as a path). Borrowed: lifecycle/create.c owns it. */
+  const char *seccomp_ref;
   int cap_drop_given;
   char **cap_drop;
   size_t ncap_drop;

@@ -20,6 +20,8 @@
 void endpoint_free(endpoint_t *ep) {
   free(ep->unix_path);
   free(ep->host);
+  free(ep->ssh_user);
+  free(ep->ssh_path);
   free(ep->ca_file);
   free(ep->cert_file);
   free(ep->key_file);
@@ -63,6 +65,127 @@ static int parse_port(const char *s, int *port) {
   return 0;
 }
 
+static int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* Percent-decodes a URL component (as Go's url.Parse does for user names and paths);
+ * NULL when malformed, when it would hold a NUL or a control byte, or out of memory. */
+static char *url_unescape(const char *s, size_t n) {
+  char *out = malloc(n + 1);
+  if (out == NULL) return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '%') {
+      if (i + 2 >= n) goto bad;
+      int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+      if (hi < 0 || lo < 0) goto bad;
+      c = (unsigned char)(hi * 16 + lo);
+      i += 2;
+    }
+    if (c < 0x20 || c == 0x7f) goto bad;
+    out[k++] = (char)c;
+  }
+  out[k] = 0;
+  return out;
+bad:
+  free(out);
+  return NULL;
+}
+
+/*
+ * ssh://[user@]host[:port][/path], with the docker CLI's rules (cli/connhelper/ssh): no
+ * password, no query, no fragment, a host; the user and the path are percent-decoded.
+ * Nothing here may start with '-' where ssh would read it as an option (the CLI puts
+ * "--" before the host; the user goes after -l, which takes it as a value).
+ */
+static int parse_ssh(const char *spec, endpoint_t *out, err_t *err) {
+  const char *rest = spec + 6;
+  if (strpbrk(rest, "?#") != NULL)
+    return err_type(err, "Docker host ssh URL cannot carry a query or a fragment: %s", spec);
+  size_t auth_len = strcspn(rest, "/");
+  const char *path = rest[auth_len] == '/' ? rest + auth_len : NULL;
+  const char *at = memrchr(rest, '@', auth_len);
+  const char *hostport = at ? at + 1 : rest;
+  size_t hp_len = auth_len - (size_t)(hostport - rest);
+  out->kind = EP_SSH;
+  if (at != NULL) {
+    if (memchr(rest, ':', (size_t)(at - rest)) != NULL)
+      return err_type(err, "Docker host ssh URL cannot carry a password (plain-text passwords are not supported): %s",
+                      spec);
+    out->ssh_user = url_unescape(rest, (size_t)(at - rest));
+    if (out->ssh_user == NULL || out->ssh_user[0] == 0 || out->ssh_user[0] == '-') {
+      endpoint_free(out);
+      return err_type(err, "Docker host ssh URL has an invalid user name: %s", spec);
+    }
+  }
+  char *hp = strndup(hostport, hp_len);
+  if (hp == NULL) goto oom;
+  char *host = hp, *port_s = NULL;
+  if (hp[0] == '[') {
+    char *close_b = strchr(hp, ']');
+    if (close_b == NULL || (close_b[1] != 0 && close_b[1] != ':')) {
+      free(hp);
+      endpoint_free(out);
+      return err_type(err, "Docker host has an invalid address: %s", spec);
+    }
+    *close_b = 0;
+    host = hp + 1;
+    if (close_b[1] == ':') port_s = close_b + 2;
+  } else {
+    char *colon = strrchr(hp, ':');
+    if (colon) {
+      *colon = 0;
+      port_s = colon + 1;
+    }
+  }
+  if (host[0] == 0 || host[0] == '-' || strspn(host, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-_:%") != strlen(host)) {
+    free(hp);
+    endpoint_free(out);
+    return err_type(err, "Docker host ssh URL has an invalid host name: %s", spec);
+  }
+  if (port_s != NULL && parse_port(port_s, &out->port) != 0) {
+    free(hp);
+    endpoint_free(out);
+    return err_type(err, "Docker host has an invalid port: %s", spec);
+  }
+  out->host = strdup(host);
+  free(hp);
+  if (out->host == NULL) goto oom;
+  if (path != NULL) {
+    size_t plen = strlen(path);
+    while (plen > 1 && path[plen - 1] == '/') plen--;
+    if (plen > 1) {
+      out->ssh_path = url_unescape(path, plen);
+      if (out->ssh_path == NULL) {
+        endpoint_free(out);
+        return err_type(err, "Docker host ssh URL has an invalid socket path: %s", spec);
+      }
+    }
+  }
+  buf_t d;
+  buf_init(&d, 0);
+  int v6 = strchr(out->host, ':') != NULL;
+  int rc = buf_printf(&d, "ssh://%s%s%s%s%s", out->ssh_user ? out->ssh_user : "", out->ssh_user ? "@" : "",
+                      v6 ? "[" : "", out->host, v6 ? "]" : "");
+  if (rc == 0 && out->port) rc = buf_printf(&d, ":%d", out->port);
+  if (rc == 0 && out->ssh_path) rc = buf_append_str(&d, out->ssh_path);
+  if (rc != 0) {
+    buf_free(&d);
+    goto oom;
+  }
+  out->display = buf_steal(&d, NULL);
+  if (out->display == NULL) goto oom;
+  return 0;
+oom:
+  endpoint_free(out);
+  return err_oom(err);
+}
+
 int endpoint_parse(const char *spec, endpoint_t *out, err_t *err) {
   memset(out, 0, sizeof(*out));
   if (!nonempty(spec)) return err_type(err, "host must be a non-empty string.");
@@ -75,6 +198,7 @@ int endpoint_parse(const char *spec, endpoint_t *out, err_t *err) {
     if (!out->unix_path || !out->display) goto oom;
     return 0;
   }
+  if (strncmp(spec, "ssh://", 6) == 0) return parse_ssh(spec, out, err);
   const char *rest = NULL;
   int tls = 0;
   if (strncmp(spec, "tcp://", 6) == 0) rest = spec + 6;
@@ -84,7 +208,7 @@ int endpoint_parse(const char *spec, endpoint_t *out, err_t *err) {
     tls = 1;
   }
   if (rest == NULL)
-    return err_type(err, "Docker host must use unix://, tcp://, http:// or https://: %s", spec);
+    return err_type(err, "Docker host must use unix://, tcp://, http://, https:// or ssh://: %s", spec);
   /* host[:port][/] ; host may be [v6] */
   size_t n = strcspn(rest, "/");
   if (rest[n] == '/' && rest[n + 1] != 0)

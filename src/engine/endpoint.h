@@ -12,7 +12,10 @@
 
 #include "base/err.h"
 
-typedef enum endpoint_kind { EP_UNIX = 1, EP_TCP = 2 } endpoint_kind_t;
+/* EP_SSH: ssh://[user@]host[:port][/socket/path], reached as the docker CLI reaches it: an
+ * `ssh` process per connection running `docker system dial-stdio` on the remote side
+ * (engine/sshconn.h); a path names the remote engine's socket (docker --host=unix://PATH). */
+typedef enum endpoint_kind { EP_UNIX = 1, EP_TCP = 2, EP_SSH = 3 } endpoint_kind_t;
 
 typedef struct endpoint_env {
   const char *docker_host;
@@ -27,18 +30,20 @@ typedef struct endpoint_env {
 typedef struct endpoint {
   endpoint_kind_t kind;
   char *unix_path; /* EP_UNIX */
-  char *host;      /* EP_TCP: host name or address, without brackets */
-  int port;        /* EP_TCP */
+  char *host;      /* EP_TCP, EP_SSH: host name or address, without brackets */
+  int port;        /* EP_TCP; EP_SSH: 0 when not given (ssh's own default or config) */
+  char *ssh_user;  /* EP_SSH: the login name, or NULL (ssh's own default or config) */
+  char *ssh_path;  /* EP_SSH: the remote engine's socket path, or NULL (the remote default) */
   int tls;
   int tls_verify;
   char *ca_file;
   char *cert_file;
   char *key_file;
-  char *display; /* unix:///path or tcp://host:port, for messages */
+  char *display; /* unix:///path, tcp://host:port or ssh://user@host:port/path, for messages */
   char *source;  /* "host option", "DOCKER_HOST", "context NAME", "default" */
 } endpoint_t;
 
-/* Syntax check of a host string (unix://, tcp://, http://, https://). */
+/* Syntax check of a host string (unix://, tcp://, http://, https://, ssh://). */
 int endpoint_parse(const char *spec, endpoint_t *out, err_t *err);
 int endpoint_resolve(const char *explicit_host, const endpoint_env_t *env, endpoint_t *out, err_t *err);
 void endpoint_env_from_process(endpoint_env_t *env);

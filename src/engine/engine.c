@@ -6,9 +6,11 @@
 
 #include "base/trace.h"
 #include "codec/httphead.h"
+#include "engine/sshconn.h"
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,9 @@ struct engine {
   engine_waiter_t *waiters;
   http_req_t *ping;
   tls_ctx_t *tls; /* TLS endpoints: the exec connections' settings, made at the first exec */
+  engine_kind_t kind; /* from the ping reply (engine_info) */
+  char version[64];
+  ssh_transport_t *ssh; /* ssh:// endpoints: where connections come from (sshconn.h) */
 };
 
 static int engine_start_ping(engine_t *e, err_t *err);
@@ -57,12 +62,70 @@ void engine_unref(engine_t *e) {
     http_req_free(e->ping);
   }
   tls_ctx_free(e->tls);
+  ssh_transport_free(e->ssh);
   endpoint_free(&e->ep);
   free(e->explicit_host);
   free(e);
 }
 
 io_t *engine_io(engine_t *e) { return e->io; }
+ssh_transport_t *engine_ssh(engine_t *e) { return e->ssh; }
+
+void engine_link_clear(engine_link_t *l) {
+  if (l->waiting) ssh_conn_cancel_wait(&l->wait);
+  l->waiting = 0;
+  ssh_conn_unref(l->conn);
+  l->conn = NULL;
+}
+
+int engine_easy_setup(engine_t *e, CURL *c, const char *path, int versioned, engine_link_t *link) {
+  const endpoint_t *ep = &e->ep;
+  buf_t url;
+  buf_init(&url, 0);
+  int rc;
+  if (ep->kind == EP_UNIX) {
+    rc = buf_append_str(&url, "http://localhost");
+  } else if (ep->kind == EP_SSH) {
+    rc = buf_append_str(&url, "http://docker");
+  } else {
+    int v6 = strchr(ep->host, ':') != NULL;
+    rc = buf_printf(&url, "%s://%s%s%s:%d", ep->tls ? "https" : "http", v6 ? "[" : "", ep->host,
+                    v6 ? "]" : "", ep->port);
+  }
+  if (rc == 0 && versioned) rc = buf_printf(&url, "/v%s", e->api_version);
+  if (rc == 0) rc = buf_append_str(&url, path);
+  if (rc == 0) rc = buf_terminate(&url);
+  if (rc != 0) {
+    buf_free(&url);
+    return -1;
+  }
+  curl_easy_setopt(c, CURLOPT_URL, (char *)url.data);
+  buf_free(&url);
+  if (ep->kind == EP_UNIX) curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, ep->unix_path);
+  if (ep->kind == EP_SSH) {
+    /* libcurl connects to the transport's private socket; each connection it makes there
+     * is served by an ssh process of its own (sshconn.h). */
+    curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, ssh_transport_socket_path(e->ssh));
+    if (link != NULL) {
+      link->eng = e;
+      link->since_ns = uv_hrtime();
+    }
+  }
+  if (ep->tls) {
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, ep->tls_verify ? 1L : 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, ep->tls_verify ? 2L : 0L);
+    if (ep->ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, ep->ca_file);
+    if (ep->cert_file) curl_easy_setopt(c, CURLOPT_SSLCERT, ep->cert_file);
+    if (ep->key_file) curl_easy_setopt(c, CURLOPT_SSLKEY, ep->key_file);
+  }
+  return 0;
+}
+
+int engine_link_failure(engine_t *e, const engine_link_t *l, err_t *err) {
+  if (l == NULL || e->ssh == NULL) return 0;
+  if (l->conn != NULL && ssh_conn_failure(l->conn, engine_display(e), err)) return 1;
+  return l->conn == NULL && ssh_transport_spawn_failure(e->ssh, err);
+}
 
 tls_ctx_t *engine_tls_ctx(engine_t *e, err_t *err) {
   if (e->tls == NULL) e->tls = tls_ctx_new(&e->ep, engine_display(e), err);
@@ -70,6 +133,36 @@ tls_ctx_t *engine_tls_ctx(engine_t *e, err_t *err) {
 }
 const endpoint_t *engine_endpoint(engine_t *e) { return &e->ep; }
 const char *engine_api_version(engine_t *e) { return e->api_version; }
+
+engine_info_t engine_info(engine_t *e) {
+  engine_info_t i;
+  /* The last engine that answered: kept while a new ping runs after a connection
+   * failure (the same endpoint almost always answers with the same engine). */
+  i.kind = e->kind;
+  i.name = i.kind == ENGINE_PODMAN ? "Podman" : i.kind == ENGINE_DOCKER ? "Docker" : "the Docker engine";
+  i.version = i.kind != ENGINE_UNKNOWN ? e->version : "";
+  i.local = e->ep_resolved && e->ep.kind == EP_UNIX;
+  return i;
+}
+
+/* The engine's identity from the ping reply's headers (see engine_info). */
+static void learn_identity(engine_t *e, const http_req_t *ping) {
+  e->version[0] = 0;
+  if (ping->libpod_version != NULL) {
+    e->kind = ENGINE_PODMAN;
+    snprintf(e->version, sizeof(e->version), "%s", ping->libpod_version);
+    return;
+  }
+  e->kind = ENGINE_DOCKER;
+  /* "Docker/20.10.24+dfsg1 (linux)": the token after the slash. */
+  const char *s = ping->server;
+  if (s != NULL && strncasecmp(s, "Docker/", 7) == 0) {
+    size_t n = strcspn(s + 7, " \t");
+    if (n >= sizeof(e->version)) n = sizeof(e->version) - 1;
+    memcpy(e->version, s + 7, n);
+    e->version[n] = 0;
+  }
+}
 const char *engine_display(engine_t *e) {
   return e->ep_resolved && e->ep.display ? e->ep.display : "the Docker engine";
 }
@@ -83,6 +176,10 @@ static int ensure_endpoint(engine_t *e, err_t *err) {
   endpoint_env_t env;
   endpoint_env_from_process(&env);
   if (endpoint_resolve(e->explicit_host, &env, &e->ep, err) != 0) return -1;
+  if (e->ep.kind == EP_SSH && (e->ssh = ssh_transport_new(e->io, &e->ep, err)) == NULL) {
+    endpoint_free(&e->ep);
+    return -1;
+  }
   e->ep_resolved = 1;
   return 0;
 }
@@ -158,6 +255,10 @@ static void on_ping_done(http_req_t *req, void *ud) {
                   engine_display(e), major, minor, ENGINE_MIN_API_MAJOR, ENGINE_MIN_API_MINOR);
     } else {
       snprintf(e->api_version, sizeof(e->api_version), "%d.%d", major, minor);
+      learn_identity(e, req);
+      ssh_transport_warm(e->ssh); /* the endpoint works: keep spare connections from now on */
+      trace_event("engine %s %s, API %s", e->kind == ENGINE_PODMAN ? "Podman" : "Docker", e->version,
+                  e->api_version);
     }
   }
   http_req_free(req);
@@ -275,6 +376,12 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud) {
   } else if ((v = http_header_line_value((const uint8_t *)data, len, "X-Docker-Container-Path-Stat")) != NULL) {
     free(r->path_stat);
     r->path_stat = v;
+  } else if (!r->versioned && (v = http_header_line_value((const uint8_t *)data, len, "Libpod-Api-Version")) != NULL) {
+    free(r->libpod_version);
+    r->libpod_version = v;
+  } else if (!r->versioned && (v = http_header_line_value((const uint8_t *)data, len, "Server")) != NULL) {
+    free(r->server);
+    r->server = v;
   }
   return len;
 }
@@ -298,11 +405,35 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *ud) {
   return len;
 }
 
+static void report_done(http_req_t *r);
+
+static void on_ssh_ended(ssh_exit_waiter_t *w) {
+  engine_link_t *l = (engine_link_t *)((char *)w - offsetof(engine_link_t, wait));
+  http_req_t *r = (http_req_t *)((char *)l - offsetof(http_req_t, link));
+  l->waiting = 0;
+  report_done(r);
+}
+
 static void on_job_done(xfer_t *job, CURLcode result) {
   http_req_t *r = (http_req_t *)job;
   r->curl_result = result;
   curl_easy_getinfo(r->job.easy, CURLINFO_RESPONSE_CODE, &r->status);
   r->state = HTTP_DONE;
+  /* ssh://: a connection that failed is explained by its ssh process (its stderr), once
+   * that has ended (it does once libcurl has closed the socket). */
+  if (result != CURLE_OK && r->eng->ssh != NULL && r->link.conn == NULL)
+    r->link.conn = ssh_transport_recent(r->eng->ssh, r->link.since_ns);
+  if (result != CURLE_OK && r->link.conn != NULL && !ssh_conn_ended(r->link.conn)) {
+    r->link.wait.fn = on_ssh_ended;
+    r->link.waiting = 1;
+    ssh_conn_when_ended(r->link.conn, &r->link.wait);
+    return;
+  }
+  report_done(r);
+}
+
+static void report_done(http_req_t *r) {
+  CURLcode result = r->curl_result;
   /* The engine went away (restart, socket gone): ping again before the next request, in
    * case what answers next speaks another API version. */
   if (result != CURLE_OK && r->versioned && (is_connect_failure(result) || result == CURLE_GOT_NOTHING ||
@@ -336,37 +467,11 @@ static void fail_before_start(http_req_t *r, const err_t *err) {
 /* Returns 0 when the transfer is running, -1 (nothing called) when it could not start. */
 static int launch(http_req_t *r) {
   engine_t *e = r->eng;
-  const endpoint_t *ep = &e->ep;
-  buf_t url;
-  buf_init(&url, 0);
-  int rc;
-  if (ep->kind == EP_UNIX) {
-    rc = buf_append_str(&url, "http://localhost");
-  } else {
-    int v6 = strchr(ep->host, ':') != NULL;
-    rc = buf_printf(&url, "%s://%s%s%s:%d", ep->tls ? "https" : "http", v6 ? "[" : "", ep->host,
-                    v6 ? "]" : "", ep->port);
-  }
-  if (rc == 0 && r->versioned) rc = buf_printf(&url, "/v%s", e->api_version);
-  if (rc == 0) rc = buf_append_str(&url, r->path);
-  if (rc == 0) rc = buf_terminate(&url);
-  if (rc != 0) {
-    buf_free(&url);
-    return -1;
-  }
   CURL *c = r->job.easy;
-  curl_easy_setopt(c, CURLOPT_URL, (char *)url.data);
-  buf_free(&url);
-  if (ep->kind == EP_UNIX) curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, ep->unix_path);
-  if (ep->tls) {
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, ep->tls_verify ? 1L : 0L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, ep->tls_verify ? 2L : 0L);
-    if (ep->ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, ep->ca_file);
-    if (ep->cert_file) curl_easy_setopt(c, CURLOPT_SSLCERT, ep->cert_file);
-    if (ep->key_file) curl_easy_setopt(c, CURLOPT_SSLKEY, ep->key_file);
-  }
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  /* The connect timeout first: engine_easy_setup gives ssh:// connections a longer one. */
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+  if (engine_easy_setup(e, c, r->path, r->versioned, &r->link) != 0) return -1;
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 256L * 1024L);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->errbuf);
@@ -428,6 +533,11 @@ int http_req_start(http_req_t *r, http_done_fn done, void *ud, err_t *err) {
 
 void http_req_cancel(http_req_t *r) {
   if (r == NULL) return;
+  if (r->link.waiting) {
+    ssh_conn_cancel_wait(&r->link.wait);
+    r->link.waiting = 0;
+    r->state = HTTP_CANCELLED;
+  }
   if (r->state == HTTP_WAITING) engine_cancel_wait(r->eng, &r->waiter);
   if (r->state == HTTP_RUNNING) xfer_stop(r->eng->io->xfers, &r->job);
   if (r->state != HTTP_DONE) r->state = HTTP_CANCELLED;
@@ -444,6 +554,9 @@ void http_req_free(http_req_t *r) {
   free(r->path);
   free(r->path_stat);
   free(r->api_version);
+  free(r->libpod_version);
+  free(r->server);
+  engine_link_clear(&r->link);
   err_clear(&r->pre_err);
   engine_unref(r->eng);
   free(r);
@@ -474,6 +587,7 @@ int http_req_error(const http_req_t *r, err_t *err) {
     return -1;
   }
   engine_t *e = r->eng;
+  if (r->curl_result != CURLE_OK && !r->resp_too_large && engine_link_failure(e, &r->link, err)) return -1;
   if (r->curl_result != CURLE_OK) {
     const char *why = r->errbuf[0] ? r->errbuf : curl_easy_strerror(r->curl_result);
     if (r->resp_too_large) {

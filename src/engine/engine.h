@@ -25,12 +25,25 @@
 #include "engine/io.h"
 #include "engine/xfer.h"
 #include "engine/tlsconn.h"
+#include "engine/sshconn.h"
 
 #define ENGINE_MIN_API_MAJOR 1
 #define ENGINE_MIN_API_MINOR 40
 
 typedef struct engine engine_t;
 typedef struct http_req http_req_t;
+typedef struct ssh_transport ssh_transport_t;
+typedef struct ssh_conn ssh_conn_t;
+
+/* ssh:// endpoints: what explains a transfer's connection failure with ssh's own message
+ * (the ssh process started for libcurl since the transfer began, once it has ended). */
+typedef struct engine_link {
+  engine_t *eng;
+  uint64_t since_ns;      /* when the transfer was set up (uv_hrtime) */
+  ssh_conn_t *conn;       /* a reference, or NULL */
+  ssh_exit_waiter_t wait; /* waiting for the process to end, to read why it failed */
+  int waiting;
+} engine_link_t;
 
 typedef struct engine_waiter engine_waiter_t;
 typedef void (*engine_ready_fn)(engine_waiter_t *w, const err_t *err);
@@ -45,12 +58,44 @@ void engine_ref(engine_t *e);
 void engine_unref(engine_t *e);
 /* The I/O context the engine's requests and connections run on. */
 io_t *engine_io(engine_t *e);
+/* ssh:// endpoints, once the endpoint is resolved: where new connections come from (the
+ * exec connections of hijack.c take theirs here too); NULL for other endpoints. */
+ssh_transport_t *engine_ssh(engine_t *e);
+/*
+ * Points a libcurl handle at the engine: the URL (the API version prefix when
+ * `versioned`, then `path`), and how to connect (unix socket, TCP with TLS settings, or
+ * ssh connections; `link`, when not NULL, is what explains their failures). Valid once
+ * the engine is ready. 0, or -1 when out of memory.
+ */
+int engine_easy_setup(engine_t *e, CURL *c, const char *path, int versioned, engine_link_t *link);
+/* A transfer failed: 1 with err set when its link explains why (the ssh process failed,
+ * with its stderr, or ssh could not be started), else 0. */
+int engine_link_failure(engine_t *e, const engine_link_t *l, err_t *err);
+/* Releases what a link holds (an engine_link_t is zeroed to start with). */
+void engine_link_clear(engine_link_t *l);
 /* Valid once the engine is ready (after a waiter was called without error). */
 const endpoint_t *engine_endpoint(engine_t *e);
 /* TLS endpoints, once ready: the settings every exec connection shares (certificates read
  * at the first call). NULL with err set when they cannot be loaded. */
 tls_ctx_t *engine_tls_ctx(engine_t *e, err_t *err);
 const char *engine_api_version(engine_t *e);
+
+/*
+ * Which engine answers, learned once per client from its GET /_ping reply (with the API
+ * version): a Libpod-Api-Version header names Podman's Docker-compatible API and its
+ * version; otherwise it is Docker, its version from the Server header ("Docker/20.10.24
+ * (linux)") when present. Engine-specific behaviour (exec input on Podman, the seccomp
+ * form, ...) is decided through this one accessor, nowhere else. Valid once the engine
+ * has answered a ping; before that, kind is ENGINE_UNKNOWN.
+ */
+typedef enum engine_kind { ENGINE_UNKNOWN = 0, ENGINE_DOCKER, ENGINE_PODMAN } engine_kind_t;
+typedef struct engine_info {
+  engine_kind_t kind;
+  const char *name;    /* "Docker", "Podman" ("the Docker engine" while unknown) */
+  const char *version; /* "20.10.24", "4.3.1"; "" when the engine did not say */
+  int local;           /* the endpoint is a unix socket on this host */
+} engine_info_t;
+engine_info_t engine_info(engine_t *e);
 /* A description for messages: the endpoint if known, else "the Docker engine". */
 const char *engine_display(engine_t *e);
 /*
@@ -81,6 +126,8 @@ struct http_req {
   long status;
   char *path_stat;   /* X-Docker-Container-Path-Stat */
   char *api_version; /* API-Version */
+  char *libpod_version; /* the ping's Libpod-Api-Version (Podman) */
+  char *server;         /* the ping's Server header */
   int resp_too_large;
   http_data_fn on_data;
   http_done_fn on_done;
@@ -88,6 +135,7 @@ struct http_req {
   CURLcode curl_result;
   err_t pre_err; /* failure before the transfer could start */
   int state;     /* HTTP_NEW, HTTP_WAITING, HTTP_RUNNING, HTTP_DONE, HTTP_CANCELLED */
+  engine_link_t link; /* ssh:// endpoints: the connection this transfer opened */
   char errbuf[CURL_ERROR_SIZE];
 };
 

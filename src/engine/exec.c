@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/hijack.h"
 #include "base/rand.h"
@@ -46,7 +47,26 @@ static const char KILL_SCRIPT[] =
     "done\n"
     "exit 1\n";
 
+/*
+ * Input on engines that drop output when a command leaves its input unread (Podman: its
+ * attach code returns on the failed stdin copy and resets the connection without waiting
+ * for the output; engine_info says which engine this is). The command runs behind this
+ * wrapper instead: its stdin is a pipe fed by `cat` from the exec's stdin, and once the
+ * command has exited, whatever it did not read is drained, so the exec's stdin is always
+ * read to its end before the exec exits and nothing of the output is dropped. The exit
+ * status is the command's. Nothing is written anywhere (no staged file to place, clean up
+ * or hide from a read-only rootfs or a non-root user); only `sh` and `cat` are needed.
+ * "$@" is the command and its arguments, never parsed by the shell.
+ */
+static const char INPUT_DRAIN_SCRIPT[] = "cat | { \"$@\"; s=$?; cat >/dev/null; exit $s; }";
+
 #define INSPECT_RETRIES 200
+/* A 404 from the exec's inspection after the stream ended: Podman deletes an exec session
+ * exit_command_delay seconds after its command exited (conmon's exit command). Its
+ * exec_died events carry the exit code (not the exec id, in Podman 4): read them for the
+ * container over the exec's lifetime, and take the code when every candidate agrees. */
+#define EVENTS_SLACK_S 2
+#define EVENTS_MAX_BYTES (1024 * 1024)
 #define KILLER_TIMEOUT_MS 10000
 
 enum { T_CREATE = 1, T_STREAM, T_INSPECT, T_KILLING, T_DONE };
@@ -73,6 +93,9 @@ struct exec_task {
   int paused;
   int inspect_tries;
   int stream_ended;
+  int stream_reset;    /* the stream ended with a reset (hijack_was_reset) */
+  int64_t created_s;   /* wall clock at the exec's creation, for the events fallback */
+  err_t inspect_err;   /* Podman: the inspection's failure, while the events are read */
 };
 
 void exec_spec_free(exec_spec_t *s) {
@@ -123,6 +146,7 @@ static void task_free(exec_task_t *t) {
   sbx_timer_cancel(t->retry);
   if (t->killer) exec_task_cancel(t->killer);
   exec_result_free(t->result);
+  err_clear(&t->inspect_err);
   exec_spec_free(&t->spec);
   free(t->exec_id);
   free(t->container);
@@ -237,11 +261,21 @@ static void on_retry(void *ud) {
   inspect(t);
 }
 
+static void events_fallback(exec_task_t *t);
+
 static void on_inspected(http_req_t *req, void *ud) {
   exec_task_t *t = ud;
   t->req = NULL;
   err_t err;
   err_init(&err);
+  if (!http_req_ok(req) && req->status >= 400 && engine_info(t->eng).kind == ENGINE_PODMAN) {
+    /* The session may be gone already (see EVENTS_SLACK_S): Podman answers 404, or 500
+     * "retrieving exec session ...", depending on where it notices. */
+    http_req_error(req, &t->inspect_err);
+    http_req_free(req);
+    events_fallback(t);
+    return;
+  }
   if (!http_req_ok(req)) {
     http_req_error(req, &err);
     http_req_free(req);
@@ -262,7 +296,13 @@ static void on_inspected(http_req_t *req, void *ud) {
     json_decref(j);
     /* The stream can end a moment before the engine records the exit. */
     if (++t->inspect_tries > INSPECT_RETRIES) {
-      err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Docker engine did not report the exit code of exec %s.", t->exec_id);
+      if (t->stream_reset)
+        /* The reset came while the command still ran: the connection broke under it. */
+        err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Docker engine connection failed during an exec: %s",
+                    "connection reset by peer");
+      else
+        err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Docker engine did not report the exit code of exec %s.",
+                    t->exec_id);
       fail(t, &err);
       err_clear(&err);
       return;
@@ -273,6 +313,89 @@ static void on_inspected(http_req_t *req, void *ud) {
   t->result->exit_code = (int)json_integer_value(code);
   json_decref(j);
   complete(t, NULL);
+}
+
+/* Reads the exec_died events of the container between the exec's creation and now. */
+static void on_events(http_req_t *req, void *ud) {
+  exec_task_t *t = ud;
+  t->req = NULL;
+  err_t err;
+  err_init(&err);
+  long code = -1;
+  int candidates = 0, agree = 1;
+  if (http_req_ok(req)) {
+    /* One JSON object per line. */
+    const char *p = (const char *)req->resp.data, *end = p + req->resp.len;
+    while (p != NULL && p < end) {
+      const char *nl = memchr(p, '\n', (size_t)(end - p));
+      size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+      json_t *ev = n ? json_loadb(p, n, 0, NULL) : NULL;
+      json_t *attrs = json_object_get(json_object_get(ev, "Actor"), "Attributes");
+      const char *action = json_string_value(json_object_get(ev, "Action"));
+      const char *v = json_string_value(json_object_get(attrs, "containerExitCode"));
+      if (action != NULL && strcmp(action, "exec_died") == 0 && v != NULL && v[0] && strlen(v) < 10 &&
+          strspn(v, "0123456789") == strlen(v)) {
+        long c = atol(v);
+        if (candidates++ > 0 && c != code) agree = 0;
+        code = c;
+      }
+      json_decref(ev);
+      p = nl ? nl + 1 : NULL;
+    }
+  }
+  http_req_free(req);
+  if (candidates > 0 && agree) {
+    t->result->exit_code = (int)code;
+    complete(t, NULL);
+    return;
+  }
+  /* Podman deletes an exec session exit_command_delay seconds after its command ended:
+   * say so, with what the inspection answered (it may have failed for another reason). */
+  err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED,
+              "%s did not report the exit code of exec %s: its inspection failed (%s), and its exec_died events do not "
+              "say which code is this exec's (%d candidates). The command has ended; %s deletes an exec session "
+              "exit_command_delay seconds after its command ends.",
+              engine_info(t->eng).name, t->exec_id, t->inspect_err.message ? t->inspect_err.message : "no answer",
+              candidates, engine_info(t->eng).name);
+  json_t *d = t->inspect_err.details ? json_deep_copy(t->inspect_err.details) : json_object();
+  if (d != NULL) {
+    json_object_set_new(d, "execId", json_string(t->exec_id));
+    json_object_set_new(d, "candidates", json_integer(candidates));
+  }
+  err_set_details(&err, d);
+  fail(t, &err);
+  err_clear(&err);
+}
+
+static void events_fallback(exec_task_t *t) {
+  err_t err;
+  err_init(&err);
+  int64_t now = (int64_t)time(NULL);
+  char *name = url_escape(t->container);
+  /* {"container":["<name>"],"event":["exec_died"]}, escaped as one query value. */
+  buf_t f;
+  buf_init(&f, 0);
+  char *filters = NULL;
+  if (name != NULL && buf_printf(&f, "{\"container\":[\"%s\"],\"event\":[\"exec_died\"]}", t->container) == 0 &&
+      buf_terminate(&f) == 0)
+    filters = url_escape((char *)f.data);
+  buf_free(&f);
+  /* `until` in the future: Podman answers once that time has come (at most ~1 s here). */
+  t->req = filters ? http_req_new(t->eng, "GET", "/events?since=%lld&until=%lld&filters=%s",
+                                  (long long)(t->created_s - EVENTS_SLACK_S), (long long)(now + 1), filters)
+                   : NULL;
+  free(name);
+  free(filters);
+  if (t->req == NULL) {
+    err_oom(&err);
+  } else {
+    http_req_set_limit(t->req, EVENTS_MAX_BYTES);
+    if (http_req_start(t->req, on_events, t, &err) == 0) return;
+    http_req_free(t->req);
+    t->req = NULL;
+  }
+  fail(t, &err);
+  err_clear(&err);
 }
 
 static void inspect(exec_task_t *t) {
@@ -306,6 +429,7 @@ static void on_stream_end(void *ud, err_t *err) {
   exec_task_t *t = ud;
   hijack_t *hj = t->hj;
   t->hj = NULL;
+  t->stream_reset = err == NULL && hijack_was_reset(hj);
   hijack_close(hj);
   if (err != NULL) {
     /* The connection broke under a command that may still run: fail() ends it. */
@@ -358,6 +482,26 @@ static void on_created(http_req_t *req, void *ud) {
 
 static void exec_tasks_teardown(io_t *io);
 
+/* argv becomes: sh -c INPUT_DRAIN_SCRIPT anvia-input argv... (see INPUT_DRAIN_SCRIPT). */
+static int wrap_input_drain(exec_spec_t *s) {
+  static const char *const head[] = {"sh", "-c", INPUT_DRAIN_SCRIPT, "anvia-input"};
+  size_t nh = sizeof(head) / sizeof(head[0]);
+  char **argv = calloc(s->argc + nh, sizeof(char *));
+  if (argv == NULL) return -1;
+  for (size_t i = 0; i < nh; i++) {
+    if ((argv[i] = strdup(head[i])) == NULL) {
+      for (size_t j = 0; j < i; j++) free(argv[j]);
+      free(argv);
+      return -1;
+    }
+  }
+  memcpy(argv + nh, s->argv, s->argc * sizeof(char *));
+  free(s->argv);
+  s->argv = argv;
+  s->argc += nh;
+  return 0;
+}
+
 exec_task_t *exec_task_start(engine_t *eng, const char *container, exec_spec_t *spec, const exec_callbacks_t *cbs,
                              void *ud, err_t *err) {
   io_t *io = engine_io(eng);
@@ -386,6 +530,8 @@ exec_task_t *exec_task_start(engine_t *eng, const char *container, exec_spec_t *
   t->result = exec_result_new(t->spec.max_output);
   if (t->container == NULL || t->result == NULL || uuid_v4(t->marker) != 0) goto oom;
   if (t->spec.kill_tree && exec_spec_add_env(&t->spec, EXEC_MARKER_ENV, t->marker) != 0) goto oom;
+  if (t->spec.has_input && engine_info(eng).kind == ENGINE_PODMAN && wrap_input_drain(&t->spec) != 0) goto oom;
+  t->created_s = (int64_t)time(NULL);
 
   json_t *cmd = json_array(), *env = json_array();
   for (size_t i = 0; i < t->spec.argc; i++) json_array_append_new(cmd, json_string(t->spec.argv[i]));

@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codec/execreply.h"
+#include "engine/sshconn.h"
 #include "engine/tlsconn.h"
 #include "base/trace.h"
 
@@ -49,6 +51,11 @@ struct hijack {
   int closing;
   int paused;
   int reading;
+  int reset; /* the stream ended with a reset rather than an end of file */
+  ssh_conn_t *ssh;          /* ssh:// endpoints: the connection's process (a reference) */
+  ssh_exit_waiter_t ssh_wait; /* a failure waits for it to end, to say why (its stderr) */
+  int ssh_waiting;
+  err_t ssh_pending;        /* the failure reported once the process has ended */
   exec_reply_t reply;
   tls_conn_t *tls;    /* TLS endpoints: the session the bytes go through */
   uint8_t *plainbuf;  /* TLS endpoints: decrypted bytes, READ_BUFFER_BYTES */
@@ -65,6 +72,9 @@ static void h_free(hijack_t *h) {
     w = next;
   }
   free(h->request);
+  if (h->ssh_waiting) ssh_conn_cancel_wait(&h->ssh_wait);
+  ssh_conn_unref(h->ssh);
+  err_clear(&h->ssh_pending);
   tls_conn_free(h->tls);
   free(h->plainbuf);
   exec_reply_free(&h->reply);
@@ -94,6 +104,19 @@ void hijack_close(hijack_t *h) {
   }
 }
 
+static void finish(hijack_t *h, err_t *err);
+
+static void on_ssh_ended(ssh_exit_waiter_t *w) {
+  hijack_t *h = (hijack_t *)((char *)w - offsetof(hijack_t, ssh_wait));
+  h->ssh_waiting = 0;
+  err_t err;
+  err_init(&err);
+  err_move(&err, &h->ssh_pending);
+  h->state = H_REPLY; /* finish() reports it now */
+  finish(h, &err);
+  err_clear(&err);
+}
+
 /* Reports the end once; afterwards the caller is expected to close. */
 static void finish(hijack_t *h, err_t *err) {
   if (h->closing || h->state == H_DONE) return;
@@ -101,6 +124,24 @@ static void finish(hijack_t *h, err_t *err) {
   if (h->reading) {
     uv_read_stop((uv_stream_t *)&h->handle);
     h->reading = 0;
+  }
+  if (err != NULL && h->ssh != NULL) {
+    /* ssh://: the connection's process says why it failed (its stderr), once it has
+     * ended; it does soon, its end of the connection being gone. */
+    if (!ssh_conn_ended(h->ssh) && !h->ssh_waiting) {
+      err_move(&h->ssh_pending, err);
+      h->ssh_wait.fn = on_ssh_ended;
+      h->ssh_waiting = 1;
+      ssh_conn_when_ended(h->ssh, &h->ssh_wait);
+      return;
+    }
+    err_t why;
+    err_init(&why);
+    if (ssh_conn_failure(h->ssh, engine_display(h->eng), &why)) {
+      h->cbs.on_end(h->ud, &why);
+      err_clear(&why);
+      return;
+    }
   }
   h->cbs.on_end(h->ud, err);
 }
@@ -257,8 +298,18 @@ static int on_reply_output(void *ud, int stream, const uint8_t *data, size_t len
 
 static const exec_reply_callbacks_t reply_cbs = {.on_stream = on_reply_stream, .on_output = on_reply_output};
 
-/* The connection ended (nread < 0), or the TLS peer sent close_notify (UV_EOF). */
+/* The connection ended (nread < 0), or the TLS peer sent close_notify (UV_EOF). A reset
+ * (or a broken pipe) once the stream is open is its end as well: an engine may drop the
+ * connection when the command exits without reading its input (Podman does); what was
+ * read is the output, and the exit code comes from the exec's inspection (hijack_was_reset
+ * tells the exec task to check that the command has really ended). */
 static void on_input_end(hijack_t *h, ssize_t nread) {
+  int reset = nread == UV_ECONNRESET || nread == UV_EPIPE;
+  if (h->state == H_REPLY && h->reply.state == XR_STREAM && reset) {
+    trace_event("exec stream end (%s)", uv_err_name((int)nread));
+    h->reset = 1;
+    nread = UV_EOF;
+  }
   if (h->state == H_REPLY && (nread == UV_EOF || h->reply.state != XR_STREAM)) {
     if (h->reply.state == XR_STREAM) trace_event("exec stream end");
     err_t err;
@@ -349,6 +400,8 @@ static void start_reading(hijack_t *h) {
   if (h->reading || h->paused || h->closing || h->state == H_DONE) return;
   if (uv_read_start((uv_stream_t *)&h->handle, on_alloc, on_read) == 0) h->reading = 1;
 }
+
+int hijack_was_reset(const hijack_t *h) { return h != NULL && h->reset; }
 
 void hijack_pause(hijack_t *h) {
   if (h == NULL || h->paused) return;
@@ -477,7 +530,7 @@ static int connect_now(hijack_t *h, err_t *err) {
                       "POST /v%s/exec/%s/start HTTP/1.1\r\nHost: %s\r\nUser-Agent: anvia-sandbox\r\n"
                       "Content-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
                       "Content-Length: %zu\r\n\r\n%s",
-                      engine_api_version(h->eng), (char *)h->request, ep->kind == EP_UNIX ? "localhost" : ep->host,
+                      engine_api_version(h->eng), (char *)h->request, ep->kind == EP_TCP ? ep->host : "localhost",
                       strlen(body), body);
   if (rc != 0) {
     buf_free(&r);
@@ -485,6 +538,31 @@ static int connect_now(hijack_t *h, err_t *err) {
   }
   free(h->request);
   h->request = (char *)buf_steal(&r, &h->request_len);
+  if (ep->kind == EP_SSH) {
+    /* An ssh process's socket, already connected (a spare, or a new ssh): the request is
+     * written at once, ssh carries it once its session is up. */
+    int fd = ssh_transport_connect(engine_ssh(h->eng), &h->ssh, err);
+    if (fd < 0) return -1;
+    if (uv_pipe_init(h->io->uv, &h->handle.pipe, 0) != 0) {
+      close(fd);
+      return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Cannot open a connection to the Docker engine.");
+    }
+    h->handle.pipe.data = h;
+    h->handle_open = 1;
+    io_handle_opened(h->io);
+    if (uv_pipe_open(&h->handle.pipe, fd) != 0) {
+      close(fd);
+      return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Cannot open a connection to the Docker engine.");
+    }
+    trace_event("exec connection open (ssh)");
+    h->state = H_REPLY;
+    h->head_write.data = h;
+    uv_buf_t b = uv_buf_init(h->request, (unsigned int)h->request_len);
+    if (uv_write(&h->head_write, (uv_stream_t *)&h->handle, &b, 1, on_head_written) != 0)
+      return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Cannot open a connection to the Docker engine.");
+    read_now(h);
+    return 0;
+  }
   if (ep->kind == EP_UNIX) {
     if (uv_pipe_init(h->io->uv, &h->handle.pipe, 0) != 0)
       return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Cannot open a connection to the Docker engine.");

@@ -41,6 +41,10 @@ void hijack_resume(hijack_t *h);
 int hijack_write(hijack_t *h, const uint8_t *data, size_t len);
 /* Half-closes the connection after the queued stdin, so the command sees end of file. */
 void hijack_end_stdin(hijack_t *h);
+/* After on_end without error: 1 when the engine ended the stream with a reset (or the
+ * write side broke) instead of an end of file. The output read is complete only if the
+ * command had exited by then, which the caller checks (exec.c: the exec's inspection). */
+int hijack_was_reset(const hijack_t *h);
 /* Closes the connection; no callback runs afterwards. */
 void hijack_close(hijack_t *h);
 

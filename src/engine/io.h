@@ -27,6 +27,8 @@ typedef struct io_hook {
 } io_hook_t;
 
 struct exec_task;
+struct ssh_conn;
+struct ssh_transport;
 
 struct io {
   uv_loop_t *uv;
@@ -36,6 +38,8 @@ struct io {
   int xfers_closed;
   io_hook_t *hooks;
   struct exec_task *exec_tasks; /* live exec tasks: owned by engine/exec.c */
+  struct ssh_conn *ssh_conns;           /* ssh:// processes still running: engine/sshconn.c */
+  struct ssh_transport *ssh_transports; /* ssh:// endpoints' transports: engine/sshconn.c */
   void (*closed)(void *arg);
   void *closed_arg;
 };

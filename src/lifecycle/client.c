@@ -83,7 +83,9 @@ napi_value client_js_new(napi_env env, napi_callback_info info) {
 static napi_value endpoint_to_js(napi_env env, const endpoint_t *ep) {
   napi_value o;
   napi_create_object(env, &o);
-  napi_set_named_property(env, o, "kind", nu_string(env, ep->kind == EP_UNIX ? "unix" : "tcp"));
+  napi_set_named_property(env, o, "kind", nu_string(env, ep->kind == EP_UNIX ? "unix" : ep->kind == EP_SSH ? "ssh" : "tcp"));
+  if (ep->ssh_user) napi_set_named_property(env, o, "user", nu_string(env, ep->ssh_user));
+  if (ep->ssh_path) napi_set_named_property(env, o, "remoteSocketPath", nu_string(env, ep->ssh_path));
   if (ep->unix_path) napi_set_named_property(env, o, "socketPath", nu_string(env, ep->unix_path));
   if (ep->host) napi_set_named_property(env, o, "host", nu_string(env, ep->host));
   if (ep->port) napi_set_named_property(env, o, "port", nu_number(env, ep->port));

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/rand.h"
@@ -68,6 +69,7 @@ typedef struct create_op {
   char *volume_name;
   char *helper_name;
   char *image_user;
+  char *seccomp_tmp;   /* Podman: the profile's private file until the create is answered */
   create_step_t step;
   http_req_t *req;
   owner_task_t *owner;
@@ -359,6 +361,67 @@ static int load_seccomp(create_opts_t *o, err_t *err) {
   return o->seccomp_json ? 0 : -1;
 }
 
+/*
+ * The profile in the form the engine takes (engine_info says which engine). Docker takes
+ * the JSON inline, as the CLI sends it. Podman's Docker-compatible API reads the value
+ * after "seccomp=" as a path on its own host (containers/podman#27710: inline JSON fails
+ * the create with "opening seccomp profile failed"), and reads the file at create: for a
+ * local Podman (a unix socket on this host) the compacted profile is written to a private
+ * file, its path is sent, and the file is removed once the create is answered. A remote
+ * Podman cannot read a file of this host: refused, naming the limitation, before the
+ * create. 0, or -1 with err set.
+ */
+static int seccomp_for_engine(create_op_t *op, err_t *err) {
+  engine_info_t ei = engine_info(op->eng);
+  if (op->o.seccomp_json == NULL || ei.kind != ENGINE_PODMAN) return 0;
+  if (!ei.local)
+    return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED,
+                       "Podman at %s reads a seccomp profile as a path on its own host and cannot take one inline "
+                       "(containers/podman#27710); seccompProfile %s is a file of this host. Use a Podman socket on "
+                       "this host (unix://), or Docker.",
+                       engine_display(op->eng), op->o.seccomp_path);
+  const char *dir = getenv("TMPDIR");
+  buf_t path;
+  buf_init(&path, 0);
+  if (buf_printf(&path, "%s/anvia-seccomp-XXXXXX.json", dir && dir[0] == '/' ? dir : "/tmp") != 0 ||
+      buf_terminate(&path) != 0) {
+    buf_free(&path);
+    return err_oom(err);
+  }
+  int fd = mkostemps((char *)path.data, 5, O_CLOEXEC);
+  size_t len = strlen(op->o.seccomp_json), off = 0;
+  int werr = fd < 0 ? errno : 0;
+  /* Readable by the engine, which may run as another user (rootful Podman reads it as
+   * root anyway). The profile is no secret: it is also in the container's inspection. */
+  if (fd >= 0 && fchmod(fd, 0644) != 0) werr = errno;
+  while (fd >= 0 && werr == 0 && off < len) {
+    ssize_t n = write(fd, op->o.seccomp_json + off, len - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) werr = errno;
+    else off += (size_t)n;
+  }
+  if (fd >= 0 && close(fd) != 0 && werr == 0) werr = errno;
+  if (werr != 0) {
+    if (fd >= 0) unlink((char *)path.data);
+    err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "writing seccomp profile (%s) for Podman to %s failed: %s",
+                op->o.seccomp_path, (char *)path.data, strerror(werr));
+    buf_free(&path);
+    return -1;
+  }
+  op->seccomp_tmp = buf_steal(&path, NULL);
+  op->o.seccomp_ref = op->seccomp_tmp;
+  return 0;
+}
+
+/* The private profile file is no longer needed once Podman has answered the create. */
+static void seccomp_tmp_remove(create_op_t *op) {
+  if (op->seccomp_tmp == NULL) return;
+  unlink(op->seccomp_tmp);
+  free(op->seccomp_tmp);
+  op->seccomp_tmp = NULL;
+  op->o.seccomp_ref = NULL;
+}
+
 /* POST /volumes/create for the ephemeral workspace. NULL when out of memory. */
 static http_req_t *volume_create_req(create_op_t *op) {
   json_t *body = json_pack("{s:s, s:{s:s}}", "Name", op->volume_name, "Labels", LABEL_ID, op->o.id);
@@ -439,7 +502,8 @@ static void step_next(create_op_t *op) {
         break;
       case C_CREATE_CONTAINER: {
         json_t *body = NULL;
-        if (op->o.seccomp_path == NULL || op->o.seccomp_json != NULL || load_seccomp(&op->o, &err) == 0)
+        if ((op->o.seccomp_path == NULL || op->o.seccomp_json != NULL || load_seccomp(&op->o, &err) == 0) &&
+            seccomp_for_engine(op, &err) == 0)
           body = runspec_build(&op->o, op->volume_name, &err);
         if (body == NULL) {
           fail(op, &err);
@@ -493,6 +557,7 @@ static void step_next(create_op_t *op) {
 static void on_resp(http_req_t *req, void *ud) {
   create_op_t *op = ud;
   op->req = NULL;
+  seccomp_tmp_remove(op); /* read by the engine at create, which has answered now */
   if (op->rolling_back) {
     on_rollback_resp(op, req);
     http_req_free(req);
@@ -615,6 +680,7 @@ static napi_value create_result(op_t *o) {
 static void create_destroy(op_t *o) {
   create_op_t *op = (create_op_t *)o;
   http_req_free(op->req);
+  seccomp_tmp_remove(op);
   owner_cancel(op->owner);
   sandbox_unref(op->sb);
   engine_unref(op->eng);

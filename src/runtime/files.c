@@ -60,9 +60,43 @@ typedef struct write_op {
   http_req_t *req;
   ancestry_result_t anc_result;
   int have_owner, have_ancestry;
+  err_t upload_err; /* the engine's refusal, while the target is looked at (on_uploaded) */
 } write_op_t;
 
 static void write_finish(write_op_t *op, err_t *err) { op_settle(&op->op, err); }
+
+/* The upload was refused and the target was looked at (HEAD of its archive path): an
+ * existing directory there is said so, whatever words the engine refused with (Docker:
+ * "cannot overwrite directory", Podman: its copier's "file exists"); anything else is
+ * the engine's own error. */
+static void on_target_probed(http_req_t *req, void *ud) {
+  write_op_t *op = ud;
+  op->req = NULL;
+  path_stat_t st;
+  int is_dir = 0;
+  if (http_req_ok(req) && req->path_stat != NULL && path_stat_decode(req->path_stat, &st) == 0) {
+    is_dir = st.kind == PS_DIRECTORY;
+    path_stat_free(&st);
+  }
+  http_req_free(req);
+  err_t err;
+  err_init(&err);
+  if (is_dir) {
+    err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Sandbox path names a directory, not a file: %s", op->path);
+    json_t *d = json_pack("{s:s}", "path", op->path);
+    json_t *engine = op->upload_err.details;
+    if (d != NULL && engine != NULL) {
+      json_object_set(d, "statusCode", json_object_get(engine, "statusCode"));
+      json_object_set(d, "message", json_object_get(engine, "message"));
+    }
+    err_set_details(&err, d);
+    err_clear(&op->upload_err);
+  } else {
+    err_move(&err, &op->upload_err);
+  }
+  write_finish(op, &err);
+  err_clear(&err);
+}
 
 static void on_uploaded(http_req_t *req, void *ud) {
   write_op_t *op = ud;
@@ -70,19 +104,35 @@ static void on_uploaded(http_req_t *req, void *ud) {
   err_t err;
   err_init(&err);
   if (!http_req_ok(req)) {
-    char *msg = http_req_engine_message(req);
-    if (msg != NULL && strstr(msg, "cannot overwrite directory") != NULL) {
-      /* The path is an existing directory (Docker refuses to replace it with a file). */
-      err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Sandbox path names a directory, not a file: %s", op->path);
-      err_set_details(&err, json_pack("{s:s, s:I, s:s}", "path", op->path, "statusCode", (json_int_t)req->status,
-                                      "message", msg));
-    } else {
-      http_req_error(req, &err);
+    http_req_error(req, &err);
+    /* The engine answered with an error: is the target an existing directory? */
+    char *name = req->status >= 400 ? url_escape(op->op.sb->container_name) : NULL;
+    err_t perr;
+    err_init(&perr);
+    char *target = name ? sandbox_container_path(op->op.sb->workdir, op->path, &perr) : NULL;
+    err_clear(&perr);
+    char *etarget = target ? url_escape(target) : NULL;
+    op->req = etarget ? http_req_new(op->op.sb->eng, "HEAD", "/containers/%s/archive?path=%s", name, etarget) : NULL;
+    free(name);
+    free(target);
+    free(etarget);
+    if (op->req != NULL) {
+      err_move(&op->upload_err, &err);
+      err_t serr;
+      err_init(&serr);
+      if (http_req_start(op->req, on_target_probed, op, &serr) == 0) {
+        http_req_free(req);
+        return;
+      }
+      err_clear(&serr);
+      http_req_free(op->req);
+      op->req = NULL;
+      err_move(&err, &op->upload_err);
     }
-    free(msg);
   }
   http_req_free(req);
   write_finish(op, &err);
+  err_clear(&err);
 }
 
 static void upload(write_op_t *op) {
@@ -224,6 +274,7 @@ static void write_destroy(op_t *o) {
   owner_cancel(op->owner);
   ancestry_cancel(op->anc);
   http_req_free(op->req);
+  err_clear(&op->upload_err);
   free(op->path);
   free(op->data);
 }

@@ -5,6 +5,8 @@
  * Input: a host string as it comes from the host option, DOCKER_HOST or a context's
  * metadata (up to the first NUL). A parsed unix endpoint has an absolute path; a tcp one
  * has a non-empty host and a port 0 (default) or 1..65535, and once resolved a port and
+ * a display text; an ssh one a host that ssh cannot read as an option, a user that is
+ * not empty and cannot be read as one either, a remote socket path that is absolute, and
  * a display text. No file is read: the explicit host comes first in the resolution order.
  */
 #include <stdint.h>
@@ -19,6 +21,14 @@ static void check(const endpoint_t *ep, int resolved) {
   if (ep->kind == EP_UNIX) {
     FUZZ_CHECK(ep->unix_path != NULL && ep->unix_path[0] == '/', "unix endpoint without an absolute path");
     FUZZ_CHECK(ep->display != NULL, "unix endpoint without display");
+  } else if (ep->kind == EP_SSH) {
+    FUZZ_CHECK(ep->host != NULL && ep->host[0] != 0 && ep->host[0] != '-', "ssh host %s", ep->host ? ep->host : "(null)");
+    FUZZ_CHECK(ep->ssh_user == NULL || (ep->ssh_user[0] != 0 && ep->ssh_user[0] != '-'), "ssh user");
+    FUZZ_CHECK(ep->ssh_path == NULL || ep->ssh_path[0] == '/', "ssh path %s", ep->ssh_path);
+    for (const char *p = ep->ssh_user ? ep->ssh_user : ""; *p; p++) FUZZ_CHECK((unsigned char)*p >= 0x20, "control byte in user");
+    FUZZ_CHECK(ep->port >= 0 && ep->port <= 65535, "port %d", ep->port);
+    FUZZ_CHECK(ep->display != NULL && strncmp(ep->display, "ssh://", 6) == 0, "display %s", ep->display ? ep->display : "(null)");
+    FUZZ_CHECK(!ep->tls, "tls on ssh");
   } else {
     FUZZ_CHECK(ep->kind == EP_TCP, "kind %d", (int)ep->kind);
     FUZZ_CHECK(ep->host != NULL && ep->host[0] != 0, "tcp endpoint without a host");

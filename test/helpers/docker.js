@@ -7,6 +7,9 @@ export const IMAGE = process.env.ANVIA_TEST_IMAGE ?? "anvia-sandbox/bookworm:loc
 export const BUSYBOX_IMAGE = process.env.ANVIA_BUSYBOX_IMAGE ?? "anvia-sandbox/busybox:local";
 
 function socketPath() {
+  // The socket of the engine behind the endpoint, when the endpoint is not one
+  // (ssh://: scripts/test-engine.sh names the socket the ssh side reaches).
+  if (process.env.ANVIA_TEST_ENGINE_SOCKET) return process.env.ANVIA_TEST_ENGINE_SOCKET;
   const host = process.env.DOCKER_HOST;
   if (host?.startsWith("unix://")) return host.slice("unix://".length);
   return "/var/run/docker.sock";

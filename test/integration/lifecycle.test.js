@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DockerSandboxClient, DockerSandboxError } from "../../lib/index.js";
 import { IMAGE, api, baseOptions, dockerExec, inspectContainer, labelledLeftovers, uniqueId, volumeExists } from "../helpers/docker.js";
+import { IMPLEMENTATION, imageName } from "../helpers/engines.js";
 
 const client = new DockerSandboxClient();
 
@@ -51,7 +52,7 @@ test("create with every option: the engine's inspection shows each field", async
   const info = await inspectContainer(`anvia-sandbox-${id}`);
   assert.equal(info.Name, `/anvia-sandbox-${id}`);
   assert.equal(info.State.Running, true);
-  assert.equal(info.Config.Image, IMAGE);
+  assert.equal(info.Config.Image, imageName(IMAGE));
   assert.deepEqual(info.Config.Cmd, ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]);
   assert.equal(info.Config.WorkingDir, "/work/dir");
   assert.ok(info.Config.Env.includes("GREETING=hello world"));
@@ -80,21 +81,58 @@ test("create with every option: the engine's inspection shows each field", async
   );
   assert.deepEqual(Object.keys(info.Config.ExposedPorts).sort(), ["8080/tcp", "9090/tcp"]);
   const hc = info.HostConfig;
-  assert.deepEqual(
-    hc.Mounts.map((m) => [m.Type, m.Source, m.Target]),
-    [["volume", volume, "/work/dir"]],
-  );
+  // Engine-specific reports of the same state: Docker lists the volume under Mounts and
+  // keeps the requested binding (any host port); Podman lists the volume under Binds and
+  // fills in the host port it chose. The mount itself is checked from inside below.
+  if (IMPLEMENTATION === "podman") {
+    assert.deepEqual(hc.Binds.map((b) => b.split(":").slice(0, 2)), [[volume, "/work/dir"]]);
+    assert.deepEqual(hc.PortBindings["8080/tcp"].map((b) => b.HostIp), ["127.0.0.1"]);
+  } else {
+    assert.deepEqual(
+      hc.Mounts.map((m) => [m.Type, m.Source, m.Target]),
+      [["volume", volume, "/work/dir"]],
+    );
+    assert.deepEqual(hc.PortBindings["8080/tcp"], [{ HostIp: "127.0.0.1", HostPort: "" }]);
+  }
   assert.equal(hc.NetworkMode, "bridge");
-  assert.deepEqual(hc.PortBindings["8080/tcp"], [{ HostIp: "127.0.0.1", HostPort: "" }]);
   assert.equal(hc.Memory, 256 * 1024 * 1024);
   assert.equal(hc.NanoCpus, 1_500_000_000);
   assert.equal(hc.PidsLimit, 128);
   assert.equal(hc.ShmSize, 32 * 1024 * 1024);
   assert.equal(hc.ReadonlyRootfs, true);
-  assert.ok(hc.SecurityOpt.includes("no-new-privileges:true"));
-  assert.ok(hc.SecurityOpt.includes('seccomp={"defaultAction":"SCMP_ACT_ALLOW","syscalls":[]}'), hc.SecurityOpt.join(" | "));
-  assert.deepEqual(hc.CapDrop, ["ALL"]);
-  assert.deepEqual(hc.CapAdd, ["CHOWN"]);
+  if (IMPLEMENTATION === "podman") {
+    // Podman takes the profile as a path on its host (a private file, gone after create)
+    // and reports the capabilities it kept, not the ones dropped.
+    assert.ok(hc.SecurityOpt.includes("no-new-privileges"), hc.SecurityOpt.join(" | "));
+    assert.ok(hc.SecurityOpt.some((o) => /^seccomp=\/.*\/anvia-seccomp-[^/]*\.json$/.test(o)), hc.SecurityOpt.join(" | "));
+    assert.deepEqual(hc.CapAdd ?? [], []);
+    assert.ok(!hc.CapDrop.includes("CHOWN"), hc.CapDrop.join(" "));
+  } else {
+    assert.ok(hc.SecurityOpt.includes("no-new-privileges:true"));
+    assert.ok(hc.SecurityOpt.includes('seccomp={"defaultAction":"SCMP_ACT_ALLOW","syscalls":[]}'), hc.SecurityOpt.join(" | "));
+    assert.deepEqual(hc.CapDrop, ["ALL"]);
+    assert.deepEqual(hc.CapAdd, ["CHOWN"]);
+  }
+  // The state itself, from inside the container, the same on every engine: the bounding
+  // set is CHOWN alone, no new privileges, a seccomp filter, the limits in the cgroup
+  // files, /dev/shm's size, a read-only root and the workspace mounted at /work/dir.
+  const state = await dockerExec(`anvia-sandbox-${id}`, ["sh", "-c",
+    "grep -E '^(CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; " +
+    "cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || " +
+    "cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max /sys/fs/cgroup/cpu.max; " +
+    "df -k /dev/shm | tail -1 | awk '{print \"shm \" $2}'; " +
+    "touch /rootfs-probe 2>/dev/null && echo root-writable || echo root-readonly; " +
+    "awk '$5 == \"/work/dir\" { print \"mounted\" }' /proc/self/mountinfo"]);
+  assert.equal(state.exitCode, 0, state.stderr);
+  assert.match(state.stdout, /^CapBnd:\s+0000000000000001$/m);
+  assert.match(state.stdout, /^NoNewPrivs:\s+1$/m);
+  assert.match(state.stdout, /^Seccomp:\s+2$/m);
+  assert.match(state.stdout, /^268435456$/m);
+  assert.match(state.stdout, /^128$/m);
+  assert.match(state.stdout, /^(150000|150000 100000)$/m);
+  assert.match(state.stdout, /^shm 32768$/m);
+  assert.match(state.stdout, /^root-readonly$/m);
+  assert.match(state.stdout, /^mounted$/m);
   // Ports: bound to 127.0.0.1 only, on the host port the engine chose.
   const published = sandbox.runtime.publishedPorts;
   assert.deepEqual(published.map((p) => p.containerPort), [8080, 9090]);

@@ -27,13 +27,15 @@ test("client constructor validation", () => {
   });
   assert.throws(() => new DockerSandboxClient({ dockerPath: 5 }), { message: "dockerPath must be a non-empty string." });
   assert.throws(() => new DockerSandboxClient({ host: "" }), { message: "host must be a non-empty string." });
-  assert.throws(() => new DockerSandboxClient({ host: "ssh://box" }), TypeError);
+  assert.throws(() => new DockerSandboxClient({ host: "ftp://box" }), TypeError);
+  assert.throws(() => new DockerSandboxClient({ host: "ssh://user:secret@box" }), TypeError);
   assert.throws(() => new DockerSandboxClient({ host: "unix://relative.sock" }), TypeError);
   assert.throws(() => new DockerSandboxClient({ host: "tcp://h:99999" }), TypeError);
   assert.equal(new DockerSandboxClient().dockerPath, "docker");
   assert.equal(new DockerSandboxClient({ dockerPath: "/usr/bin/docker" }).dockerPath, "/usr/bin/docker");
   new DockerSandboxClient({ host: "tcp://127.0.0.1:2375" });
   new DockerSandboxClient({ host: "unix:///var/run/docker.sock" });
+  new DockerSandboxClient({ host: "ssh://user@box:2222" });
 });
 
 test("pullImage validation", async () => {

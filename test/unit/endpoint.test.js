@@ -56,8 +56,34 @@ test("DOCKER_HOST: unix and tcp, default ports, IPv6, TLS from DOCKER_TLS_VERIFY
   assert.deepEqual([ep.tls, ep.tlsVerify], [true, true]);
 });
 
+test("ssh:// as the docker CLI reads it: user, port, the remote socket path; no password, query or fragment", (t) => {
+  let ep = resolve(undefined, { DOCKER_HOST: "ssh://user@box.example:2222" });
+  assert.deepEqual([ep.kind, ep.user, ep.host, ep.port, ep.display, ep.source], ["ssh", "user", "box.example", 2222, "ssh://user@box.example:2222", "DOCKER_HOST"]);
+  assert.equal(ep.remoteSocketPath, undefined);
+  ep = resolve("ssh://box");
+  assert.deepEqual([ep.kind, ep.user, ep.host, ep.port, ep.display], ["ssh", undefined, "box", undefined, "ssh://box"]);
+  ep = resolve(undefined, { DOCKER_HOST: "ssh://me@[fd00::1]:22/run/user/1000/podman/podman.sock" });
+  assert.deepEqual([ep.host, ep.port, ep.remoteSocketPath, ep.display], ["fd00::1", 22, "/run/user/1000/podman/podman.sock", "ssh://me@[fd00::1]:22/run/user/1000/podman/podman.sock"]);
+  // A trailing slash alone is no path; percent-escapes in the user and the path are decoded.
+  assert.equal(resolve("ssh://box/").remoteSocketPath, undefined);
+  assert.equal(resolve("ssh://a%2Db@box/x%20y.sock").user, "a-b");
+  assert.equal(resolve("ssh://a%2Db@box/x%20y.sock").remoteSocketPath, "/x y.sock");
+  // TLS settings do not apply to ssh.
+  assert.equal(resolve(undefined, { DOCKER_HOST: "ssh://box", DOCKER_TLS_VERIFY: "1" }).tls, false);
+  for (const bad of ["ssh://u:pw@box", "ssh://box?x=1", "ssh://box#f", "ssh://", "ssh://@box", "ssh://-oProxyCommand=x", "ssh://-l@box", "ssh://box:0", "ssh://box:x", "ssh://bo x"]) {
+    assert.throws(() => resolve(bad), TypeError, bad);
+    assert.throws(() => resolve(undefined, { DOCKER_HOST: bad }), (e) => e.code === "docker_unavailable", bad);
+  }
+  // A context whose endpoint is ssh.
+  const { dir, addContext } = makeConfig(t);
+  addContext("remote-ssh", "ssh://deploy@build.example");
+  ep = resolve(undefined, { DOCKER_CONFIG: dir, DOCKER_CONTEXT: "remote-ssh" });
+  assert.deepEqual([ep.kind, ep.user, ep.host, ep.source], ["ssh", "deploy", "build.example", "context remote-ssh"]);
+});
+
 test("a malformed DOCKER_HOST is docker_unavailable", () => {
-  assert.throws(() => resolve(undefined, { DOCKER_HOST: "ssh://user@box" }), (e) => e.code === "docker_unavailable");
+  assert.throws(() => resolve(undefined, { DOCKER_HOST: "ftp://user@box" }), (e) => e.code === "docker_unavailable");
+  assert.throws(() => resolve(undefined, { DOCKER_HOST: "ssh://user:pw@box" }), (e) => e.code === "docker_unavailable");
   assert.throws(() => resolve(undefined, { DOCKER_HOST: "tcp://h:notaport" }), (e) => e.code === "docker_unavailable");
 });
 
@@ -92,6 +118,6 @@ test("the config directory defaults to ~/.docker", (t) => {
 test("a missing or broken context is docker_unavailable naming it", (t) => {
   const { dir, addContext } = makeConfig(t);
   assert.throws(() => resolve(undefined, { DOCKER_CONFIG: dir, DOCKER_CONTEXT: "ghost" }), (e) => e.code === "docker_unavailable" && /ghost/.test(e.message));
-  addContext("weird", "ssh://x");
+  addContext("weird", "ftp://x");
   assert.throws(() => resolve(undefined, { DOCKER_CONFIG: dir, DOCKER_CONTEXT: "weird" }), (e) => e.code === "docker_unavailable");
 });
