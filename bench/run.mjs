@@ -832,6 +832,8 @@ async function main() {
           beforeWarmup,
           warmupRssGrowthBytes: before.rssBytes - beforeWarmup.rssBytes,
           warmupHeapTotalGrowthBytes: before.heapTotalBytes - beforeWarmup.heapTotalBytes,
+          // Ramp or slope: RSS over the second half of the series (no forced GC there).
+          secondHalfRssGrowthBytes: series.length >= 2 ? series.at(-1).rssBytes - series[Math.floor(series.length / 2) - 1].rssBytes : NaN,
           concurrency: o.leakConcurrency,
           seconds, // the operations' time, without the readings in the container
           operationsPerSecond: total / seconds,
@@ -1165,7 +1167,7 @@ function evaluateTargets(result) {
       "< 5 MiB",
       `${(l.rssGrowthBytes / 2 ** 20).toFixed(2)} MiB`,
       l.rssGrowthBytes < 5 * 2 ** 20,
-      `heap ${(l.heapGrowthBytes / 2 ** 20).toFixed(2)} MiB; after ${l.warmup} warm-up operations (RSS ${l.warmupRssGrowthBytes >= 0 ? "+" : ""}${(l.warmupRssGrowthBytes / 2 ** 20).toFixed(1)} MiB, V8 heap reserved ${l.warmupHeapTotalGrowthBytes >= 0 ? "+" : ""}${(l.warmupHeapTotalGrowthBytes / 2 ** 20).toFixed(1)} MiB during them); the agent's own VmRSS ${ap.before.vmRssKiB} -> ${ap.after.vmRssKiB} KiB${ap.samePid ? "" : " (a different agent process at the end)"}`,
+      `heap ${(l.heapGrowthBytes / 2 ** 20).toFixed(2)} MiB; second half of the run ${Number.isFinite(l.secondHalfRssGrowthBytes) ? `${l.secondHalfRssGrowthBytes >= 0 ? "+" : ""}${(l.secondHalfRssGrowthBytes / 2 ** 20).toFixed(1)} MiB` : "-"}; after ${l.warmup} warm-up operations (RSS ${l.warmupRssGrowthBytes >= 0 ? "+" : ""}${(l.warmupRssGrowthBytes / 2 ** 20).toFixed(1)} MiB, V8 heap reserved ${l.warmupHeapTotalGrowthBytes >= 0 ? "+" : ""}${(l.warmupHeapTotalGrowthBytes / 2 ** 20).toFixed(1)} MiB during them); the agent's own VmRSS ${ap.before.vmRssKiB} -> ${ap.after.vmRssKiB} KiB${ap.samePid ? "" : " (a different agent process at the end)"}`,
     );
     add(
       `agent: open descriptors after ${l.operations} operations`,
