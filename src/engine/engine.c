@@ -29,7 +29,8 @@ struct engine {
   char api_version[16];
   engine_waiter_t *waiters;
   http_req_t *ping;
-  tls_ctx_t *tls; /* TLS endpoints: the exec connections' settings, made at the first exec */
+  tls_ctx_t *tls; /* TLS endpoints: the certificates, read when the endpoint is resolved */
+  char arch[16];  /* GET /version's Arch, once someone asked (the agent's placement) */
   engine_kind_t kind; /* from the ping reply (engine_info) */
   char version[64];
   ssh_transport_t *ssh; /* ssh:// endpoints: where connections come from (sshconn.h) */
@@ -114,9 +115,13 @@ int engine_easy_setup(engine_t *e, CURL *c, const char *path, int versioned, eng
   if (ep->tls) {
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, ep->tls_verify ? 1L : 0L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, ep->tls_verify ? 2L : 0L);
-    if (ep->ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, ep->ca_file);
-    if (ep->cert_file) curl_easy_setopt(c, CURLOPT_SSLCERT, ep->cert_file);
-    if (ep->key_file) curl_easy_setopt(c, CURLOPT_SSLKEY, ep->key_file);
+    /* What tls_ctx_new loaded at the first call: the CA file only when verifying, the
+     * client certificate only when there is one. */
+    if (ep->tls_verify && ep->ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, ep->ca_file);
+    if (tls_ctx_has_client_cert(e->tls)) {
+      curl_easy_setopt(c, CURLOPT_SSLCERT, ep->cert_file);
+      curl_easy_setopt(c, CURLOPT_SSLKEY, ep->key_file);
+    }
   }
   return 0;
 }
@@ -126,6 +131,8 @@ int engine_link_failure(engine_t *e, const engine_link_t *l, err_t *err) {
   if (l->conn != NULL && ssh_conn_failure(l->conn, engine_display(e), err)) return 1;
   return l->conn == NULL && ssh_transport_spawn_failure(e->ssh, err);
 }
+const char *engine_arch(engine_t *e) { return e->arch[0] ? e->arch : NULL; }
+void engine_set_arch(engine_t *e, const char *arch) { snprintf(e->arch, sizeof(e->arch), "%s", arch); }
 
 tls_ctx_t *engine_tls_ctx(engine_t *e, err_t *err) {
   if (e->tls == NULL) e->tls = tls_ctx_new(&e->ep, engine_display(e), err);
@@ -176,6 +183,13 @@ static int ensure_endpoint(engine_t *e, err_t *err) {
   endpoint_env_t env;
   endpoint_env_from_process(&env);
   if (endpoint_resolve(e->explicit_host, &env, &e->ep, err) != 0) return -1;
+  /* TLS: the certificates are read now, before any connection, by the one check both
+   * paths go by (libcurl's options below, the exec connections' sessions). A failure
+   * leaves the endpoint unresolved: the next call reads the files again. */
+  if (e->ep.tls && (e->tls = tls_ctx_new(&e->ep, e->ep.display, err)) == NULL) {
+    endpoint_free(&e->ep);
+    return -1;
+  }
   if (e->ep.kind == EP_SSH && (e->ssh = ssh_transport_new(e->io, &e->ep, err)) == NULL) {
     endpoint_free(&e->ep);
     return -1;
@@ -290,11 +304,15 @@ static int engine_start_ping(engine_t *e, err_t *err) {
 char *url_escape(const char *s) {
   static const char hex[] = "0123456789ABCDEF";
   size_t n = strlen(s);
+  /* "." and ".." would still be dot segments: their dots are escaped too. */
+  int dots_only = (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.');
   char *out = malloc(n * 3 + 1);
   if (out == NULL) return NULL;
   char *o = out;
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (isalnum(*p) || *p == '-' || *p == '_' || *p == '.' || *p == '~' || *p == '/') {
+    int unreserved = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+                     *p == '_' || *p == '~' || (*p == '.' && !dots_only);
+    if (unreserved) {
       *o++ = (char)*p;
     } else {
       *o++ = '%';

@@ -73,6 +73,10 @@ int engine_easy_setup(engine_t *e, CURL *c, const char *path, int versioned, eng
 int engine_link_failure(engine_t *e, const engine_link_t *l, err_t *err);
 /* Releases what a link holds (an engine_link_t is zeroed to start with). */
 void engine_link_clear(engine_link_t *l);
+/* The engine's architecture (GET /version's Arch: "amd64", "arm64", ...) once learned,
+ * else NULL; set by whoever asked the engine first. */
+const char *engine_arch(engine_t *e);
+void engine_set_arch(engine_t *e, const char *arch);
 /* Valid once the engine is ready (after a waiter was called without error). */
 const endpoint_t *engine_endpoint(engine_t *e);
 /* TLS endpoints, once ready: the settings every exec connection shares (certificates read
@@ -175,7 +179,14 @@ int http_req_error(const http_req_t *r, err_t *err);
 char *http_req_engine_message(const http_req_t *r);
 /* Parses the response body; sets a docker_command_failed error on malformed JSON. */
 json_t *http_req_json(const http_req_t *r, err_t *err);
-/* Percent-escapes a path or query component. Caller frees. */
+/*
+ * Percent-escapes one path segment or query value: every byte outside RFC 3986's
+ * unreserved set (A-Z a-z 0-9 - . _ ~) is escaped, "/" included, and so are the dots of
+ * "." and "..", so the result is always exactly one segment that libcurl cannot collapse
+ * (it removes dot segments before sending). An engine that decodes the path and finds a
+ * dot segment in it answers with a redirect (Docker: 301), which is never followed.
+ * Caller frees.
+ */
 char *url_escape(const char *s);
 
 #endif

@@ -4,14 +4,23 @@
 #include "engine/tlsconn.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+
+#include "base/buf.h"
+
+/* A CA bundle, a certificate chain or a key: small files. */
+#define MAX_TLS_FILE_BYTES (4u * 1024u * 1024u)
 
 struct tls_conn {
   SSL *ssl;
@@ -40,6 +49,141 @@ static int report(tls_conn_t *t, err_t *err, const char *what) {
   return err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "TLS %s with the Docker engine at %s failed: %s", what, t->display, why);
 }
 
+/* ---- the client context: certificates read once, each failure naming its file ---- */
+
+static int file_error(err_t *err, const char *what, const char *path, const char *display, const char *why) {
+  return err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "TLS %s for the Docker engine at %s cannot be loaded from %s: %s.", what,
+                     display, path, why);
+}
+
+/* Reads a whole file (bounded) into out; -1 with why set. Never blocks on a FIFO. */
+static int read_tls_file(const char *path, buf_t *out, char *why, size_t cap) {
+  buf_init(out, MAX_TLS_FILE_BYTES);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    snprintf(why, cap, "%s", strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    snprintf(why, cap, "%s", strerror(errno));
+    goto fail;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(why, cap, "%s", S_ISDIR(st.st_mode) ? strerror(EISDIR) : "it is not a regular file");
+    goto fail;
+  }
+  uint8_t chunk[16384];
+  for (;;) {
+    ssize_t n = read(fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      snprintf(why, cap, "%s", strerror(errno));
+      goto fail;
+    }
+    if (n == 0) break;
+    if (out->len + (size_t)n > MAX_TLS_FILE_BYTES) {
+      snprintf(why, cap, "it is larger than %u MiB", MAX_TLS_FILE_BYTES >> 20);
+      goto fail;
+    }
+    if (buf_append(out, chunk, (size_t)n) != 0) {
+      snprintf(why, cap, "out of memory");
+      goto fail;
+    }
+  }
+  close(fd);
+  return 0;
+fail:
+  close(fd);
+  buf_free(out);
+  return -1;
+}
+
+/* No passphrase prompt (OpenSSL's default reads the terminal): an encrypted key fails. */
+static int no_passphrase(char *buf, int size, int rwflag, void *u) {
+  (void)buf;
+  (void)size;
+  (void)rwflag;
+  (void)u;
+  return -1;
+}
+
+/* The file's bytes as a read-only BIO (NULL when out of memory); frees nothing of b. */
+static BIO *mem_bio(const buf_t *b) { return BIO_new_mem_buf(b->data ? (const void *)b->data : "", (int)b->len); }
+
+/* ca.pem into the context's store: at least one PEM certificate, as libcurl needs. */
+static int load_ca(SSL_CTX *ctx, const char *path, const char *display, err_t *err) {
+  char why[256];
+  buf_t b;
+  if (read_tls_file(path, &b, why, sizeof(why)) != 0) return file_error(err, "CA certificate", path, display, why);
+  BIO *bio = mem_bio(&b);
+  int oom = bio == NULL;
+  STACK_OF(X509_INFO) *infos = bio ? PEM_X509_INFO_read_bio(bio, NULL, no_passphrase, NULL) : NULL;
+  X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+  int added = 0;
+  for (int i = 0; infos != NULL && i < sk_X509_INFO_num(infos); i++) {
+    X509_INFO *info = sk_X509_INFO_value(infos, i);
+    if (info->x509 != NULL && X509_STORE_add_cert(store, info->x509) == 1) added++;
+  }
+  sk_X509_INFO_pop_free(infos, X509_INFO_free);
+  BIO_free(bio);
+  buf_free(&b);
+  ERR_clear_error();
+  if (oom) return err_oom(err);
+  if (added == 0) return file_error(err, "CA certificate", path, display, "it holds no PEM certificate");
+  return 0;
+}
+
+static int file_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 || errno != ENOENT;
+}
+
+/* cert.pem (the certificate, then its chain) and key.pem. Neither file there: no client
+ * certificate (as the docker CLI); one of them there: both must load. */
+static int load_client_cert(SSL_CTX *ctx, const endpoint_t *ep, const char *display, err_t *err) {
+  const char *cert = ep->cert_file, *key = ep->key_file;
+  if (cert == NULL || key == NULL || (!file_exists(cert) && !file_exists(key))) return 0;
+  char why[256];
+  buf_t b;
+  if (read_tls_file(cert, &b, why, sizeof(why)) != 0) return file_error(err, "client certificate", cert, display, why);
+  BIO *bio = mem_bio(&b);
+  int oom = bio == NULL;
+  X509 *leaf = bio ? PEM_read_bio_X509_AUX(bio, NULL, no_passphrase, NULL) : NULL;
+  int ok = leaf != NULL && SSL_CTX_use_certificate(ctx, leaf) == 1 && SSL_CTX_clear_chain_certs(ctx) == 1;
+  X509_free(leaf);
+  X509 *ca;
+  while (ok && (ca = PEM_read_bio_X509(bio, NULL, no_passphrase, NULL)) != NULL) {
+    if (SSL_CTX_add0_chain_cert(ctx, ca) != 1) {
+      X509_free(ca);
+      ok = 0;
+    }
+  }
+  BIO_free(bio);
+  buf_free(&b);
+  ERR_clear_error();
+  if (oom) return err_oom(err);
+  if (!ok) return file_error(err, "client certificate", cert, display, "it holds no PEM certificate");
+  if (read_tls_file(key, &b, why, sizeof(why)) != 0) return file_error(err, "client key", key, display, why);
+  bio = mem_bio(&b);
+  oom = bio == NULL;
+  EVP_PKEY *pkey = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
+  int have_key = pkey != NULL;
+  int used = have_key && SSL_CTX_use_PrivateKey(ctx, pkey) == 1 && SSL_CTX_check_private_key(ctx) == 1;
+  EVP_PKEY_free(pkey);
+  BIO_free(bio);
+  buf_free(&b);
+  ERR_clear_error();
+  if (oom) return err_oom(err);
+  if (!have_key)
+    return file_error(err, "client key", key, display, "it holds no PEM private key (or only an encrypted one)");
+  if (!used) {
+    snprintf(why, sizeof(why), "it does not match the client certificate %s", cert);
+    return file_error(err, "client key", key, display, why);
+  }
+  return 0;
+}
+
 tls_ctx_t *tls_ctx_new(const endpoint_t *ep, const char *display, err_t *err) {
   ERR_clear_error();
   SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
@@ -49,36 +193,30 @@ tls_ctx_t *tls_ctx_new(const endpoint_t *ep, const char *display, err_t *err) {
     return NULL;
   }
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
   if (ep->tls_verify) {
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-    /* Like libcurl: the CA file when there is one, else the system's store. */
-    int ok = ep->ca_file != NULL && access(ep->ca_file, R_OK) == 0
-                 ? SSL_CTX_load_verify_locations(ctx, ep->ca_file, NULL)
-                 : SSL_CTX_set_default_verify_paths(ctx);
-    if (ok != 1) {
-      err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "TLS CA certificates for the Docker engine at %s cannot be loaded from %s.",
-                  display, ep->ca_file ? ep->ca_file : "the system store");
+    /* The CA file when there is a certificate folder (it must load, as libcurl's
+     * CURLOPT_CAINFO must), the system's store only when there is none. */
+    if (ep->ca_file != NULL) {
+      if (load_ca(ctx, ep->ca_file, display, err) != 0) goto fail;
+    } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+      err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "TLS CA certificates for the Docker engine at %s cannot be loaded from the system store.",
+                  display);
       goto fail;
     }
   } else {
     SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
   }
-  /* The client certificate is optional (an engine may not ask for one); when the files
-   * are there, they must load. */
-  if (ep->cert_file != NULL && ep->key_file != NULL && access(ep->cert_file, R_OK) == 0) {
-    if (SSL_CTX_use_certificate_chain_file(ctx, ep->cert_file) != 1 ||
-        SSL_CTX_use_PrivateKey_file(ctx, ep->key_file, SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
-      err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "TLS client certificate %s or key %s for the Docker engine at %s cannot be loaded.",
-                  ep->cert_file, ep->key_file, display);
-      goto fail;
-    }
-  }
+  if (load_client_cert(ctx, ep, display, err) != 0) goto fail;
   return ctx;
 fail:
   ERR_clear_error();
   SSL_CTX_free(ctx);
   return NULL;
 }
+
+int tls_ctx_has_client_cert(const tls_ctx_t *ctx) { return ctx != NULL && SSL_CTX_get0_certificate(ctx) != NULL; }
 
 void tls_ctx_free(tls_ctx_t *ctx) { SSL_CTX_free(ctx); }
 

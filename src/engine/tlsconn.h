@@ -24,10 +24,16 @@ typedef struct ssl_ctx_st tls_ctx_t; /* OpenSSL's SSL_CTX */
 typedef struct tls_conn tls_conn_t;
 
 /* The client settings for ep (ep->tls set), certificates read once: made by the engine
- * at its first exec and shared by every exec connection. NULL with err set
- * (docker_unavailable) when the certificates cannot be loaded. */
+ * when it resolves its endpoint, before any connection, and shared by every exec
+ * connection; libcurl's requests get the same files (engine.c), so this is the one check
+ * of them for both paths. When verifying, ca.pem must hold a PEM certificate (the
+ * system's store serves only when there is no certificate folder at all); cert.pem and
+ * key.pem are used when either exists, and then both must load. NULL with err set
+ * (docker_unavailable, naming the file and why) when a file cannot be loaded. */
 tls_ctx_t *tls_ctx_new(const endpoint_t *ep, const char *display, err_t *err);
 void tls_ctx_free(tls_ctx_t *ctx);
+/* 1 when ctx presents a client certificate (cert.pem and key.pem were loaded). */
+int tls_ctx_has_client_cert(const tls_ctx_t *ctx);
 
 /* A client session with ctx's settings, for ep's host. NULL with err set. */
 tls_conn_t *tls_conn_new(tls_ctx_t *ctx, const endpoint_t *ep, const char *display, err_t *err);

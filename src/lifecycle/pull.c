@@ -12,6 +12,7 @@
 #include "codec/progress.h"
 #include "engine/engine.h"
 #include "lifecycle/client.h"
+#include "napi/args.h"
 #include "napi/convert.h"
 #include "napi/op.h"
 #include "napi/values.h"
@@ -130,5 +131,10 @@ napi_value client_js_prepare_pull(napi_env env, napi_callback_info info) {
   progress_parser_init(&op->progress);
   op->ref = nu_strdup(env, image);
   if (op->ref == NULL) err_oom(&err);
+  /* `docker pull <image>`: a NUL in the image was Node's TypeError for args[1]. */
+  argv_nul_t nul = {0};
+  argv_nul_note(env, &nul, 1, image);
+  napi_value late = nul.found && !err_is_set(&err) ? argv_nul_error(env, &nul, &err) : NULL;
+  if (late != NULL) op_fail_at_start(&op->op, late, &err);
   return op_prepared(&op->op, &err);
 }

@@ -96,6 +96,7 @@ void jsenv_close(jsenv_t *e, void (*closed)(void *arg), void *arg) {
     free(h);
   }
   if (e->error_ctor) napi_delete_reference(e->env, e->error_ctor);
+  if (e->null_byte_error) napi_delete_reference(e->env, e->null_byte_error);
   napi_delete_reference(e->env, e->resource);
   napi_async_destroy(e->env, e->actx);
   /* The state outlives the I/O context: handles closing later still find it. */

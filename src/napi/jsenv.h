@@ -34,6 +34,7 @@ struct jsenv {
   napi_env env;
   io_t *io;
   napi_ref error_ctor;
+  napi_ref null_byte_error; /* (position, value) -> Node's TypeError (native.init), or NULL */
   napi_ref resource;
   napi_async_context actx;
   struct op *ops; /* live operations, newest first: owned by napi/op.c */

@@ -17,8 +17,12 @@
 #include <unistd.h>
 
 #include "napi/args.h"
+#include "napi/convert.h"
+#include "napi/jsenv.h"
 #include "napi/values.h"
+#include "codec/names.h"
 #include "codec/paths.h"
+#include "engine/exec.h"
 
 #define LABEL_PREFIX "anvia.sandbox."
 
@@ -60,7 +64,15 @@ static int env_key_valid(const char *k) {
   return 1;
 }
 
-int read_string_record(napi_env env, napi_value v, const char *name, kv_list_t *out, err_t *err) {
+/* Where the entry with key `k` lands in {...base, ...record}: its place in base, else after
+ * base and the record's earlier keys that base lacks (`fresh` of them). */
+static size_t merged_place(const kv_list_t *base, const char *k, size_t *fresh) {
+  for (size_t i = 0; i < base->count; i++)
+    if (strcmp(base->items[i].key, k) == 0) return i;
+  return base->count + (*fresh)++;
+}
+
+int read_string_record(napi_env env, napi_value v, const char *name, kv_list_t *out, nul_hit_t *hit, err_t *err) {
   memset(out, 0, sizeof(*out));
   if (nu_is_undefined(env, v)) return 0;
   if (!nu_is_record(env, v)) return err_type(err, "%s must be an object.", name);
@@ -70,9 +82,11 @@ int read_string_record(napi_env env, napi_value v, const char *name, kv_list_t *
     out->items = calloc(keys.count, sizeof(kv_t));
     if (out->items == NULL) return err_oom(err);
   }
+  size_t fresh = 0;
   for (uint32_t i = 0; i < keys.count; i++) {
     napi_value key = nu_key_at(env, &keys, i);
-    char *k = nu_strdup(env, key);
+    size_t klen = 0, vlen = 0;
+    char *k = nu_strdup_len(env, key, &klen);
     napi_value item;
     napi_get_property(env, v, key, &item);
     if (k == NULL) goto oom;
@@ -81,15 +95,20 @@ int read_string_record(napi_env env, napi_value v, const char *name, kv_list_t *
       free(k);
       goto fail;
     }
-    if (strcmp(name, "env") == 0 && !env_key_valid(k)) {
+    /* A NUL is no letter, digit or underscore: such a name is invalid as a whole. */
+    if (strcmp(name, "env") == 0 && (!env_key_valid(k) || strlen(k) != klen)) {
       err_type(err, "Invalid environment variable name: %s", k);
       free(k);
       goto fail;
     }
     out->items[out->count].key = k;
-    out->items[out->count].value = nu_strdup(env, item);
+    out->items[out->count].value = nu_strdup_len(env, item, &vlen);
     out->count++;
     if (out->items[out->count - 1].value == NULL) goto oom;
+    if (hit != NULL) {
+      size_t place = hit->base ? merged_place(hit->base, k, &fresh) : i;
+      if (strlen(k) != klen || strlen(out->items[out->count - 1].value) != vlen) nul_hit_note(hit, place, key, item);
+    }
   }
   return 0;
 oom:
@@ -97,6 +116,13 @@ oom:
 fail:
   kv_list_free(out);
   return -1;
+}
+
+int check_env_not_reserved(const kv_list_t *env, err_t *err) {
+  for (size_t i = 0; i < env->count; i++)
+    if (strcmp(env->items[i].key, EXEC_MARKER_ENV) == 0)
+      return err_type(err, "Environment variable is reserved: %s", EXEC_MARKER_ENV);
+  return 0;
 }
 
 /* Node's message for path functions called with a non-string (ERR_INVALID_ARG_TYPE). */
@@ -202,33 +228,59 @@ static int read_resources(napi_env env, napi_value r, create_opts_t *o, err_t *e
   return 0;
 }
 
-static int read_caps(napi_env env, napi_value arr, const char *name, char ***out, size_t *count, err_t *err) {
+/* A capability list; duplicates are whole strings (NULs included), as the original's Set
+ * compared them. `hit` learns the first capability holding a NUL. */
+static int read_caps(napi_env env, napi_value arr, const char *name, char ***out, size_t *count, nul_hit_t *hit,
+                     err_t *err) {
   uint32_t n = 0;
   napi_get_array_length(env, arr, &n);
   if (n == 0) return 0;
   *out = calloc(n, sizeof(char *));
-  if (*out == NULL) return err_oom(err);
+  size_t *lens = calloc(n, sizeof(size_t));
+  if (*out == NULL || lens == NULL) {
+    free(lens);
+    return err_oom(err);
+  }
   char label[64];
   snprintf(label, sizeof(label), "%s value", name);
-  for (uint32_t i = 0; i < n; i++) {
+  int rc = 0;
+  for (uint32_t i = 0; rc == 0 && i < n; i++) {
     napi_value c;
     napi_get_element(env, arr, i, &c);
-    if (check_nonempty_string(env, c, label, err)) return -1;
-    char *s = nu_strdup(env, c);
-    if (s == NULL) return err_oom(err);
+    if (check_nonempty_string(env, c, label, err)) {
+      rc = -1;
+      break;
+    }
+    size_t len = 0;
+    char *s = nu_strdup_len(env, c, &len);
+    if (s == NULL) {
+      rc = err_oom(err);
+      break;
+    }
     for (size_t j = 0; j < *count; j++) {
-      if (strcmp((*out)[j], s) == 0) {
+      if (lens[j] == len && memcmp((*out)[j], s, len) == 0) {
         err_type(err, "%s contains a duplicate: %s", name, s);
         free(s);
-        return -1;
+        rc = -1;
+        break;
       }
     }
+    if (rc != 0) break;
+    if (strlen(s) != len) nul_hit_note(hit, *count, NULL, c);
+    lens[*count] = len;
     (*out)[(*count)++] = s;
   }
-  return 0;
+  free(lens);
+  return rc;
 }
 
-static int read_security(napi_env env, napi_value s, create_opts_t *o, err_t *err) {
+/* Where the original found NULs in createSandbox's options (see late_error). */
+typedef struct create_nuls {
+  napi_value user;
+  nul_hit_t labels, env, drop, add;
+} create_nuls_t;
+
+static int read_security(napi_env env, napi_value s, create_opts_t *o, create_nuls_t *nuls, err_t *err) {
   o->no_new_privileges = 1;
   if (nu_is_undefined(env, s)) return 0;
   if (!nu_is_record(env, s)) return err_type(err, "security must be an object.");
@@ -259,9 +311,10 @@ static int read_security(napi_env env, napi_value s, create_opts_t *o, err_t *er
   }
   if (!nu_is_undefined(env, drop)) {
     o->cap_drop_given = 1;
-    if (read_caps(env, drop, "dropCapabilities", &o->cap_drop, &o->ncap_drop, err)) return -1;
+    if (read_caps(env, drop, "dropCapabilities", &o->cap_drop, &o->ncap_drop, &nuls->drop, err)) return -1;
   }
-  if (!nu_is_undefined(env, add) && read_caps(env, add, "addCapabilities", &o->cap_add, &o->ncap_add, err)) return -1;
+  if (!nu_is_undefined(env, add) && read_caps(env, add, "addCapabilities", &o->cap_add, &o->ncap_add, &nuls->add, err))
+    return -1;
   if (!nu_is_undefined(env, ro)) {
     bool b = false;
     napi_get_value_bool(env, ro, &b);
@@ -382,10 +435,11 @@ static int read_workspace(napi_env env, napi_value ws, create_opts_t *o, err_t *
     napi_value name = nu_get(env, ws, "name");
     if (check_nonempty_string(env, name, "workspace.name", err)) return -1;
     size_t len = 0;
-    napi_get_value_string_utf8(env, name, NULL, 0, &len);
-    o->ws_volume = nu_strdup(env, name);
+    o->ws_volume = nu_strdup_len(env, name, &len);
     if (o->ws_volume == NULL) return err_oom(err);
-    if (strchr(o->ws_volume, ',') || strlen(o->ws_volume) != len)
+    /* The original refused "," and NUL with this message; the engine's own pattern (which
+     * holds neither) is checked here too, so no other name reaches a URL. */
+    if (strchr(o->ws_volume, ',') || strlen(o->ws_volume) != len || !volume_name_valid(o->ws_volume, len))
       return err_type(err, "workspace.name is not a valid Docker volume name.");
   }
   if (!is_volume && !is_ephemeral) return err_type(err, "workspace must use type ephemeral or docker-volume.");
@@ -412,15 +466,17 @@ static int read_network(napi_env env, napi_value net, create_opts_t *o, err_t *e
 }
 
 /* options.env, options.labels (none under anvia.sandbox.), options.user. */
-static int read_env_labels_user(napi_env env, napi_value options, create_opts_t *o, err_t *err) {
-  if (read_string_record(env, nu_get(env, options, "env"), "env", &o->env, err)) return -1;
-  if (read_string_record(env, nu_get(env, options, "labels"), "labels", &o->labels, err)) return -1;
+static int read_env_labels_user(napi_env env, napi_value options, create_opts_t *o, create_nuls_t *nuls, err_t *err) {
+  if (read_string_record(env, nu_get(env, options, "env"), "env", &o->env, &nuls->env, err)) return -1;
+  if (check_env_not_reserved(&o->env, err)) return -1;
+  if (read_string_record(env, nu_get(env, options, "labels"), "labels", &o->labels, &nuls->labels, err)) return -1;
   for (size_t i = 0; i < o->labels.count; i++)
     if (strncmp(o->labels.items[i].key, LABEL_PREFIX, strlen(LABEL_PREFIX)) == 0)
       return err_type(err, "Docker label is reserved: %s", o->labels.items[i].key);
   napi_value user = nu_get(env, options, "user");
   if (nu_is_undefined(env, user)) return 0;
   if (check_nonempty_string(env, user, "user", err)) return -1;
+  nuls->user = user;
   o->user = nu_strdup(env, user);
   return o->user ? 0 : err_oom(err);
 }
@@ -439,8 +495,76 @@ static int take_image_and_id(napi_env env, napi_value image, napi_value id, crea
   return o->id ? 0 : err_oom(err);
 }
 
-int create_opts_read(napi_env env, napi_value options, create_opts_t *o, err_t *err) {
+/*
+ * Where `docker run` (createRunArgs) put each user-given argument that may hold a NUL:
+ * "run -d --name <c> --mount <m> -w <workdir>", a "--label k=v" pair per user label then
+ * the 10 runtime labels, "--env k=v" per env entry, "--user u", the network ("--network
+ * none" or a "--publish" per port), "--memory", "--cpus", "--pids-limit", "--shm-size",
+ * "--read-only", "--security-opt no-new-privileges:true", "--security-opt seccomp=...",
+ * "--cap-drop c" per dropped capability (["ALL"] unless given), "--cap-add c" per added
+ * one, then the image and its command.
+ */
+static void note_run_args(napi_env env, const create_opts_t *o, create_nuls_t *nuls, argv_nul_t *n) {
+  size_t pos = 8;
+  argv_nul_note_hit(env, n, pos + 2 * nuls->labels.index + 1, &nuls->labels);
+  pos += 2 * (o->labels.count + 10);
+  argv_nul_note_hit(env, n, pos + 2 * nuls->env.index + 1, &nuls->env);
+  pos += 2 * o->env.count;
+  if (nuls->user) {
+    argv_nul_note(env, n, pos + 1, nuls->user);
+    pos += 2;
+  }
+  pos += o->net_bridge ? 2 * o->nports : 2;
+  pos += 2 * ((o->has_memory_mb != 0) + (o->cpus_text != NULL) + (o->has_pids_limit != 0) + (o->has_shm_mb != 0));
+  pos += o->readonly_rootfs ? 1 : 0;
+  pos += o->no_new_privileges ? 2 : 0;
+  pos += o->seccomp_path ? 2 : 0;
+  argv_nul_note_hit(env, n, pos + 2 * nuls->drop.index + 1, &nuls->drop);
+  pos += 2 * (o->cap_drop_given ? o->ncap_drop : 1);
+  argv_nul_note_hit(env, n, pos + 2 * nuls->add.index + 1, &nuls->add);
+}
+
+/*
+ * What the original found only once it began, after the container check, in its order:
+ * a NUL in the image (Node refused `docker image inspect <image>`, position 2), an image
+ * name no image can have (`docker image inspect` answered "No such image", the engine
+ * refusing the reference: image_not_found), a NUL in an argument of `docker run`. *out
+ * is NULL when there is nothing, else the error (a JavaScript value) to fail with at
+ * start; -1 when out of memory.
+ */
+static int late_error(napi_env env, napi_value image, create_opts_t *o, create_nuls_t *nuls, napi_value *out,
+                      err_t *err) {
+  *out = NULL;
+  argv_nul_t n = {0};
+  argv_nul_note(env, &n, 2, image);
+  if (n.found) {
+    *out = argv_nul_error(env, &n, err);
+    return *out ? 0 : -1;
+  }
+  size_t len = 0;
+  char *bytes = nu_strdup_len(env, image, &len);
+  if (bytes == NULL) return err_oom(err);
+  int valid = image_reference_valid(bytes, len);
+  free(bytes);
+  if (!valid) {
+    err_t late;
+    err_init(&late);
+    err_sandbox(&late, CODE_IMAGE_NOT_FOUND, "Docker image is not available locally: %s", o->image);
+    *out = nu_error_value(jsenv_get(env), &late);
+    err_clear(&late);
+    return *out ? 0 : err_oom(err);
+  }
+  note_run_args(env, o, nuls, &n);
+  if (!n.found) return 0;
+  *out = argv_nul_error(env, &n, err);
+  return *out ? 0 : -1;
+}
+
+int create_opts_read(napi_env env, napi_value options, create_opts_t *o, napi_value *late, err_t *err) {
   memset(o, 0, sizeof(*o));
+  *late = NULL;
+  create_nuls_t nuls;
+  memset(&nuls, 0, sizeof(nuls));
   if (nu_typeof(env, options) != napi_object) return err_type(err, "options must be an object.");
   napi_value image = nu_get(env, options, "image");
   napi_value id = nu_get(env, options, "id");
@@ -452,10 +576,13 @@ int create_opts_read(napi_env env, napi_value options, create_opts_t *o, err_t *
       read_workspace(env, nu_get(env, options, "workspace"), o, err) ||
       read_network(env, nu_get(env, options, "network"), o, err) || read_runtime(env, runtime, o, err) ||
       read_resources(env, nu_get(env, options, "resources"), o, err) ||
-      read_security(env, nu_get(env, options, "security"), o, err) || read_env_labels_user(env, options, o, err) ||
+      read_security(env, nu_get(env, options, "security"), o, &nuls, err) ||
+      read_env_labels_user(env, options, o, &nuls, err) ||
       read_dirs(env, nu_get(env, options, "directories"), o, err) ||
-      read_files(env, nu_get(env, options, "files"), runtime, o, err) || take_image_and_id(env, image, id, o, err)) {
+      read_files(env, nu_get(env, options, "files"), runtime, o, err) || take_image_and_id(env, image, id, o, err) ||
+      late_error(env, image, o, &nuls, late, err)) {
     create_opts_free(o);
+    *late = NULL;
     return -1;
   }
   return 0;

@@ -127,12 +127,17 @@ int nu_has(napi_env env, napi_value obj, const char *name) {
 }
 
 char *nu_strdup(napi_env env, napi_value v) {
-  if (nu_typeof(env, v) != napi_string) return NULL;
   size_t len = 0;
-  if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) return NULL;
-  char *s = malloc(len + 1);
+  return nu_strdup_len(env, v, &len);
+}
+
+char *nu_strdup_len(napi_env env, napi_value v, size_t *len) {
+  *len = 0;
+  if (nu_typeof(env, v) != napi_string) return NULL;
+  if (napi_get_value_string_utf8(env, v, NULL, 0, len) != napi_ok) return NULL;
+  char *s = malloc(*len + 1);
   if (s == NULL) return NULL;
-  napi_get_value_string_utf8(env, v, s, len + 1, &len);
+  napi_get_value_string_utf8(env, v, s, *len + 1, len);
   return s;
 }
 

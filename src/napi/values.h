@@ -44,6 +44,8 @@ napi_value nu_get(napi_env env, napi_value obj, const char *name);
 int nu_has(napi_env env, napi_value obj, const char *name);
 /* A malloc'd UTF-8 copy when v is a string, NULL otherwise. */
 char *nu_strdup(napi_env env, napi_value v);
+/* nu_strdup, with the UTF-8 byte length in *len (the copy may hold NULs before it). */
+char *nu_strdup_len(napi_env env, napi_value v, size_t *len);
 /* 1 when typeof v === "string" && v.length > 0. */
 int nu_is_nonempty_string(napi_env env, napi_value v);
 /* Number.isSafeInteger(v); stores the value. */

@@ -118,12 +118,21 @@ server.on("connection", (raw) => {
   fault = null;
   raw.destroy();
 });
+// TCP connections the proxy accepted, TLS or not (a client that fails before connecting
+// adds none).
+let connections = 0;
+server.on("connection", () => connections++);
 await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
 const port = server.address().port;
+// The same proxy for an engine that asks for no client certificate.
+const openServer = tls.createServer({ ...serverContext("server"), allowHalfOpen: true }, server.listeners("secureConnection")[0]);
+await new Promise((resolve) => openServer.listen(0, "127.0.0.1", resolve));
+const openPort = openServer.address().port;
 
 test.after(() => {
   for (const s of sockets) s.destroy();
   server.close();
+  openServer.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -138,16 +147,18 @@ test.after(() => {
     else process.env[k] = v;
   }
 });
-function tlsClient(host, env) {
+function tlsClient(host, env, transport) {
   for (const k of TLS_VARS) delete process.env[k];
   Object.assign(process.env, env);
-  return new DockerSandboxClient({ host });
+  return new DockerSandboxClient(transport ? { host, transport } : { host });
 }
 
 const text = (bytes) => new TextDecoder().decode(bytes);
 
-test("everything works over TLS with a client certificate: requests, exec with stdin, streams, processes", { timeout: 180_000 }, async (t) => {
-  const client = tlsClient(`tcp://localhost:${port}`, { DOCKER_TLS_VERIFY: "1", DOCKER_CERT_PATH: goodCerts });
+// Both transports: the engine's (each exec its own TLS connection) and the in-sandbox
+// agent's (one long-lived exec connection, through the same TLS code).
+for (const transport of ["engine", "agent"]) test(`everything works over TLS with a client certificate (transport ${transport}): requests, exec with stdin, streams, processes`, { timeout: 180_000 }, async (t) => {
+  const client = tlsClient(`tcp://localhost:${port}`, { DOCKER_TLS_VERIFY: "1", DOCKER_CERT_PATH: goodCerts }, transport);
   const before = handshakes;
   const sandbox = await client.createSandbox(
     baseOptions({ files: { "hello.txt": "over TLS\n" }, runtime: { maxOutputBytes: 8 * 1024 * 1024 } }),
@@ -188,10 +199,14 @@ test("everything works over TLS with a client certificate: requests, exec with s
   const ps = await rt.exec({ command: "ps", args: ["-eo", "args"] });
   assert.doesNotMatch(text(ps.stdout), /sleep (30|60)/);
 
-  // Each exec made its own TLS connection to the proxy (requests reuse libcurl's), and
-  // closed it when done.
+  // Engine: each exec made its own TLS connection to the proxy (requests reuse libcurl's,
+  // which may already be open), and closed it when done. Agent: one exec connection
+  // carried every call, processes included.
   t.diagnostic(`TLS handshakes at the proxy: ${handshakes - before}`);
-  assert.ok(handshakes - before >= 6, `only ${handshakes - before} TLS connections were made`);
+  if (transport === "engine") assert.ok(handshakes - before >= 6, `only ${handshakes - before} TLS connections were made`);
+  else assert.ok(handshakes - before >= 1 && handshakes - before <= 3, `${handshakes - before} TLS connections were made`);
+  // The agent's connection lives as long as the sandbox: destroying it ends it.
+  if (transport === "agent") await sandbox.destroy();
   await settle();
 });
 
@@ -253,7 +268,8 @@ test("a client certificate that cannot be loaded fails before any connection", {
 });
 
 test("an exec connection cut during the TLS handshake, or hung up on after its request: clean errors, the next exec works", { timeout: 120_000 }, async (t) => {
-  const client = tlsClient(`tcp://localhost:${port}`, { DOCKER_TLS_VERIFY: "1", DOCKER_CERT_PATH: goodCerts });
+  // The engine path's own exec connections (the agent's is tested where it dies).
+  const client = tlsClient(`tcp://localhost:${port}`, { DOCKER_TLS_VERIFY: "1", DOCKER_CERT_PATH: goodCerts }, "engine");
   const sandbox = await client.createSandbox(baseOptions());
   t.after(() => sandbox.destroy());
   // libcurl's requests keep their warm connection; the exec's own connection is the next
@@ -277,4 +293,85 @@ test("an exec connection cut during the TLS handshake, or hung up on after its r
   assert.equal(fault, null, "the fault was not met");
   const after = await sandbox.runtime.exec({ command: "echo", args: ["fine"] });
   assert.equal(text(after.stdout), "fine\n");
+});
+
+// The TLS files are read at a client's first call, before any connection, by one check for
+// both paths (libcurl's requests and the exec connections' own sessions): a CA file that
+// cannot be read (when verifying), or a client certificate or key that exists but cannot
+// be read, fails every call with one docker_unavailable error naming the file. Client
+// certificate files that do not exist mean no client certificate, as for the docker CLI.
+const badLayouts = [
+  ["no ca.pem", { "cert.pem": "client.pem", "key.pem": "client-key.pem" }, {}, "ca.pem", /No such file or directory/],
+  ["ca.pem is a directory", { "cert.pem": "client.pem", "key.pem": "client-key.pem" }, { "ca.pem": "dir" }, "ca.pem", /Is a directory/],
+  ["ca.pem holds no certificate", { "cert.pem": "client.pem", "key.pem": "client-key.pem" }, { "ca.pem": "not a certificate\n" }, "ca.pem", /no PEM certificate/],
+  ["cert.pem holds no certificate", { "ca.pem": "ca.pem", "key.pem": "client-key.pem" }, { "cert.pem": "not a certificate\n" }, "cert.pem", /no PEM certificate/],
+  ["key.pem holds no key", { "ca.pem": "ca.pem", "cert.pem": "client.pem" }, { "key.pem": "not a key\n" }, "key.pem", /no PEM private key/],
+  ["key.pem is a directory", { "ca.pem": "ca.pem", "cert.pem": "client.pem" }, { "key.pem": "dir" }, "key.pem", /Is a directory/],
+  ["cert.pem without key.pem", { "ca.pem": "ca.pem", "cert.pem": "client.pem" }, {}, "key.pem", /No such file or directory/],
+  ["key.pem without cert.pem", { "ca.pem": "ca.pem", "key.pem": "client-key.pem" }, {}, "cert.pem", /No such file or directory/],
+  ["a key that is not the certificate's", { "ca.pem": "ca.pem", "cert.pem": "client.pem", "key.pem": "server-key.pem" }, {}, "key.pem", /does not match/],
+];
+let layouts = 0;
+function layoutDir(copies, extra) {
+  const d = certDir(`layout${layouts++}`, copies);
+  for (const [name, content] of Object.entries(extra)) {
+    if (content === "dir") mkdirSync(path.join(d, name));
+    else writeFileSync(path.join(d, name), content);
+  }
+  return d;
+}
+
+for (const [name, copies, extra, file, why] of badLayouts) {
+  test(`TLS files: ${name} fails every call before any connection, naming the file`, { timeout: 30_000 }, async () => {
+    const d = layoutDir(copies, extra);
+    const client = tlsClient(`tcp://localhost:${port}`, { DOCKER_TLS_VERIFY: "1", DOCKER_CERT_PATH: d });
+    const before = connections;
+    const messages = [];
+    for (const call of [() => client.pullImage({ image: "anvia-sandbox/bookworm:local" }), () => client.createSandbox(baseOptions())]) {
+      await assert.rejects(call(), (e) => {
+        assert.ok(e instanceof DockerSandboxError);
+        assert.equal(e.code, "docker_unavailable");
+        assert.ok(e.message.includes(path.join(d, file)), e.message);
+        assert.match(e.message, why);
+        assert.match(e.message, new RegExp(`tcp://localhost:${port}`));
+        messages.push(e.message);
+        return true;
+      });
+    }
+    assert.equal(messages[0], messages[1]);
+    assert.equal(connections, before, "a connection was made");
+  });
+}
+
+test("TLS files: without DOCKER_TLS_VERIFY the CA file is not read", { timeout: 120_000 }, async (t) => {
+  const d = layoutDir({ "cert.pem": "client.pem", "key.pem": "client-key.pem" }, { "ca.pem": "dir" });
+  const client = tlsClient(`tcp://localhost:${port}`, { DOCKER_TLS: "1", DOCKER_CERT_PATH: d });
+  const sandbox = await client.createSandbox(baseOptions());
+  t.after(() => sandbox.destroy());
+  const r = await sandbox.runtime.exec({ command: "echo", args: ["unverified"], input: "x" });
+  assert.equal(text(r.stdout), "unverified\n");
+});
+
+test("TLS files: no cert.pem and no key.pem means no client certificate, for requests and exec connections alike", { timeout: 120_000 }, async (t) => {
+  const client = tlsClient(`tcp://localhost:${openPort}`, { DOCKER_TLS_VERIFY: "1", DOCKER_CERT_PATH: noClientCert });
+  const sandbox = await client.createSandbox(baseOptions());
+  t.after(() => sandbox.destroy());
+  const r = await sandbox.runtime.exec({ command: "cat", input: "no client certificate\n" });
+  assert.equal(text(r.stdout), "no client certificate\n");
+});
+
+test("TLS files: the exec connections use the CA the requests were checked with, never the system store", { timeout: 120_000 }, async (t) => {
+  const good = tlsClient(`tcp://localhost:${port}`, { DOCKER_TLS_VERIFY: "1", DOCKER_CERT_PATH: goodCerts });
+  const sandbox = await good.createSandbox(baseOptions());
+  t.after(() => sandbox.destroy());
+  // A second client resumes it (requests only), then its ca.pem goes away before its
+  // first command: the command's connection verifies with the CA read at the first call.
+  const d = layoutDir({ "ca.pem": "ca.pem", "cert.pem": "client.pem", "key.pem": "client-key.pem" }, {});
+  const client = tlsClient(`tcp://localhost:${port}`, { DOCKER_TLS_VERIFY: "1", DOCKER_CERT_PATH: d });
+  const resumed = await client.resumeSandbox({ id: sandbox.id });
+  rmSync(path.join(d, "ca.pem"));
+  const before = handshakes;
+  const r = await resumed.runtime.exec({ command: "cat", input: "same CA\n" });
+  assert.equal(text(r.stdout), "same CA\n");
+  assert.ok(handshakes > before, "the command made no TLS connection of its own");
 });
