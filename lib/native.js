@@ -1,4 +1,5 @@
-// Loads the native addon and hands it the error class it builds its errors with.
+// Loads the native addon and hands it the error class it builds its errors with, and the
+// builder of Node's TypeError for a NUL byte in a command's argument (errors.js).
 // Which binary, in order:
 //  1. ANVIA_SANDBOX_ADDON (a path), or ANVIA_SANDBOX_BUILD=release|debug|asan (that local
 //     build of a source checkout);
@@ -13,7 +14,7 @@
 import { closeSync, existsSync, openSync, readSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
-import { DockerSandboxError } from "./errors.js";
+import { DockerSandboxError, nullByteArgumentError } from "./errors.js";
 
 const require = createRequire(import.meta.url);
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -105,7 +106,11 @@ function load() {
 const loaded = load();
 export const native = loaded.addon;
 export const nativeFile = loaded.file;
-native.init(DockerSandboxError);
+native.init(DockerSandboxError, nullByteArgumentError);
+// The in-sandbox agent's static binaries (<dir>/<arch>/anvia-agent): the package's, or a
+// checkout's build (scripts/build-agent.sh); ANVIA_SANDBOX_AGENT_DIR names another place.
+const agentDirs = [`${root}prebuilds/agent`, `${root}build-agent`];
+native.setAgentDir(process.env.ANVIA_SANDBOX_AGENT_DIR || (agentDirs.find((dir) => existsSync(dir)) ?? agentDirs[0]));
 
 // Starts a prepared native operation and ties it to an AbortSignal: an abort cancels the
 // native work at once, and the promise rejects with the signal's reason.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian machine for the tests and the demo, and skips whatever is
-# already done: system packages, npm dependencies, the native addon, a running Docker
-# engine, and the local test images.
+# already done: system packages, npm dependencies, the native addon, the in-sandbox agent,
+# a running Docker engine, and the local test images.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -29,6 +29,9 @@ fi
 say "building the native addon"
 bash scripts/build.sh
 bash scripts/build.sh --debug
+# The in-sandbox agent (static, x86_64 and aarch64; rebuilt only when its sources change).
+say "building the sandbox agent"
+bash scripts/build-agent.sh --quiet
 
 # 4. A Docker engine. Start dockerd only when nothing answers, and remember that we did.
 if ! engine_answers; then

@@ -15,11 +15,16 @@
 #include <uv.h>
 
 #include "base/trace.h"
+#include "engine/agent_image.h"
 #include "lifecycle/client.h"
 #include "lifecycle/create.h"
+#include "lifecycle/fork.h"
+#include "lifecycle/lifetime.h"
 #include "lifecycle/pull.h"
 #include "lifecycle/remove.h"
 #include "lifecycle/resume.h"
+#include "lifecycle/sandboxes.h"
+#include "lifecycle/stats.h"
 #include "napi/convert.h"
 #include "napi/exports.h"
 #include "napi/jsenv.h"
@@ -41,11 +46,13 @@ static void on_closed(void *arg) { napi_remove_async_cleanup_hook((napi_async_cl
 
 static void on_env_cleanup(napi_async_cleanup_hook_handle handle, void *arg) { jsenv_close(arg, on_closed, handle); }
 
-/* native.init(DockerSandboxError): the class every engine error is built with. */
+/* native.init(DockerSandboxError[, nullByteArgumentError]): the class every engine error
+ * is built with, and the builder of Node's TypeError for a NUL byte in a command's
+ * argument (lib/errors.js; without it, napi/args.c builds a plain one). */
 static napi_value js_init(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
-  size_t argc = 1;
-  napi_value argv[1] = {NULL};
+  size_t argc = 2;
+  napi_value argv[2] = {NULL, NULL};
   NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 1 || nu_typeof(env, argv[0]) != napi_function) {
     napi_throw_type_error(env, NULL, "init expects the DockerSandboxError class.");
@@ -54,10 +61,36 @@ static napi_value js_init(napi_env env, napi_callback_info info) {
   if (js->error_ctor) napi_delete_reference(env, js->error_ctor);
   js->error_ctor = NULL;
   NU_CALL(env, napi_create_reference(env, argv[0], 1, &js->error_ctor));
+  if (js->null_byte_error) napi_delete_reference(env, js->null_byte_error);
+  js->null_byte_error = NULL;
+  if (argc > 1 && nu_typeof(env, argv[1]) == napi_function)
+    NU_CALL(env, napi_create_reference(env, argv[1], 1, &js->null_byte_error));
+  return nu_undefined(env);
+}
+
+/* native.setAgentDir(dir): where the in-sandbox agent's binaries are
+ * (<dir>/<arch>/anvia-agent). */
+static napi_value js_set_agent_dir(napi_env env, napi_callback_info info) {
+  jsenv_t *js = jsenv_get(env);
+  size_t argc = 1;
+  napi_value argv[1] = {NULL};
+  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  char *dir = argc > 0 ? nu_strdup(env, argv[0]) : NULL;
+  if (dir == NULL) {
+    napi_throw_type_error(env, NULL, "setAgentDir expects a directory.");
+    return NULL;
+  }
+  int rc = agent_images_set_dir(js->io, dir);
+  free(dir);
+  if (rc != 0) {
+    napi_throw_error(env, NULL, "Out of memory.");
+    return NULL;
+  }
   return nu_undefined(env);
 }
 
 static const napi_property_descriptor ENTRIES[] = {
+    {"setAgentDir", NULL, js_set_agent_dir, NULL, NULL, NULL, napi_default, NULL},
     {"init", NULL, js_init, NULL, NULL, NULL, napi_default, NULL},
     {"start", NULL, op_js_start, NULL, NULL, NULL, napi_default, NULL},
     {"cancel", NULL, op_js_cancel, NULL, NULL, NULL, napi_default, NULL},
@@ -85,6 +118,10 @@ static napi_value init(napi_env env, napi_value exports) {
   if (napi_define_properties(env, exports, sizeof(ENTRIES) / sizeof(ENTRIES[0]), ENTRIES) != napi_ok)
     return nu_throw_status(env, "napi_define_properties");
   remove_register(env, exports);
+  lifetime_register(env, exports);
+  sandboxes_register(env, exports);
+  stats_register(env, exports);
+  fork_register(env, exports);
   runtime_register(env, exports);
   files_register(env, exports);
   exports_text_register(env, exports);

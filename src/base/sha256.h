@@ -1,6 +1,7 @@
 /*
- * sha256.h - SHA-256 of a byte string, as lowercase hex. Used only to find Docker
- * context metadata directories (contexts/meta/<sha256 of the context name>/).
+ * sha256.h - SHA-256 of a byte string, as lowercase hex: Docker context metadata
+ * directories (contexts/meta/<sha256 of the context name>/) and the in-sandbox agent's
+ * content-hash name.
  */
 #ifndef SBX_SHA256_H
 #define SBX_SHA256_H

@@ -185,7 +185,12 @@ static json_t *string_array(char **items, size_t n) {
  * seccomp=<the profile's path on the engine's host>), --cap-drop
  * (ALL unless given), --cap-add. 0, or -1 when out of memory. */
 static int set_security(json_t *host, const create_opts_t *o) {
-  if (o->readonly_rootfs) json_object_set_new(host, "ReadonlyRootfs", json_true());
+  if (o->readonly_rootfs) {
+    json_object_set_new(host, "ReadonlyRootfs", json_true());
+    /* Where the in-sandbox agent is written when the rootfs refuses it: a small tmpfs of
+     * its own (root's, executable), invisible to the archive endpoints. */
+    json_object_set_new(host, "Tmpfs", json_pack("{s:s}", AGENT_TMPFS_PATH, AGENT_TMPFS_OPTIONS));
+  }
   json_t *secopt = json_array();
   if (secopt == NULL) return -1;
   if (o->no_new_privileges) json_array_append_new(secopt, json_string("no-new-privileges:true"));

@@ -33,6 +33,10 @@
 #define LABEL_MAX_FILE "anvia.sandbox.runtime.max-file-bytes"
 #define LABEL_MAX_PROCESSES "anvia.sandbox.runtime.max-processes"
 
+/* A read-only rootfs gets this tmpfs for the in-sandbox agent (engine/agent_conn.c). */
+#define AGENT_TMPFS_PATH "/.anvia"
+#define AGENT_TMPFS_OPTIONS "rw,exec,nosuid,nodev,size=65536k,mode=755"
+
 #define KEEP_ALIVE_SCRIPT "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
 
 /* anvia-sandbox-<id> */

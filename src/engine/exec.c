@@ -104,6 +104,7 @@ void exec_spec_free(exec_spec_t *s) {
   for (size_t i = 0; i < s->envc; i++) free(s->env[i]);
   free(s->env);
   free(s->workdir);
+  free(s->user);
   free(s->input);
   memset(s, 0, sizeof(*s));
 }
@@ -539,6 +540,7 @@ exec_task_t *exec_task_start(engine_t *eng, const char *container, exec_spec_t *
   json_t *body = json_pack("{s:b, s:b, s:b, s:b, s:o, s:o, s:s}", "AttachStdin", t->spec.attach_stdin || t->spec.has_input,
                            "AttachStdout", 1, "AttachStderr", 1, "Tty", 0, "Cmd", cmd, "Env", env, "WorkingDir",
                            t->spec.workdir);
+  if (body != NULL && t->spec.user != NULL) json_object_set_new(body, "User", json_string(t->spec.user));
   char *name = url_escape(container);
   t->req = name ? http_req_new(eng, "POST", "/containers/%s/exec", name) : NULL;
   free(name);

@@ -30,6 +30,7 @@ typedef struct exec_spec {
   char **env; /* "KEY=value" */
   size_t envc;
   char *workdir; /* absolute container path */
+  char *user;    /* the exec's user ("0"), or NULL for the container's own user */
   int attach_stdin;
   int has_input;
   uint8_t *input;

@@ -51,6 +51,7 @@ struct hijack {
   int closing;
   int paused;
   int reading;
+  int unref; /* the handle does not keep the loop alive (hijack_set_ref) */
   int reset; /* the stream ended with a reset rather than an end of file */
   ssh_conn_t *ssh;          /* ssh:// endpoints: the connection's process (a reference) */
   ssh_exit_waiter_t ssh_wait; /* a failure waits for it to end, to say why (its stderr) */
@@ -403,6 +404,14 @@ static void start_reading(hijack_t *h) {
 
 int hijack_was_reset(const hijack_t *h) { return h != NULL && h->reset; }
 
+void hijack_set_ref(hijack_t *h, int ref) {
+  if (h == NULL || h->closing) return;
+  h->unref = !ref;
+  if (!h->handle_open) return; /* applied when the handle opens */
+  if (ref) uv_ref((uv_handle_t *)&h->handle);
+  else uv_unref((uv_handle_t *)&h->handle);
+}
+
 void hijack_pause(hijack_t *h) {
   if (h == NULL || h->paused) return;
   h->paused = 1;
@@ -502,6 +511,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
   h->handle.tcp.data = h;
   h->handle_open = 1;
   io_handle_opened(h->io);
+  if (h->unref) uv_unref((uv_handle_t *)&h->handle);
   uv_tcp_nodelay(&h->handle.tcp, 1);
   h->state = H_CONNECTING;
   h->connect_req.data = h;
@@ -550,6 +560,7 @@ static int connect_now(hijack_t *h, err_t *err) {
     h->handle.pipe.data = h;
     h->handle_open = 1;
     io_handle_opened(h->io);
+    if (h->unref) uv_unref((uv_handle_t *)&h->handle);
     if (uv_pipe_open(&h->handle.pipe, fd) != 0) {
       close(fd);
       return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Cannot open a connection to the Docker engine.");
@@ -569,6 +580,7 @@ static int connect_now(hijack_t *h, err_t *err) {
     h->handle.pipe.data = h;
     h->handle_open = 1;
     io_handle_opened(h->io);
+    if (h->unref) uv_unref((uv_handle_t *)&h->handle);
     h->state = H_CONNECTING;
     h->connect_req.data = h;
     uv_pipe_connect(&h->connect_req, &h->handle.pipe, ep->unix_path, on_connected);

@@ -41,6 +41,9 @@ void hijack_resume(hijack_t *h);
 int hijack_write(hijack_t *h, const uint8_t *data, size_t len);
 /* Half-closes the connection after the queued stdin, so the command sees end of file. */
 void hijack_end_stdin(hijack_t *h);
+/* Whether the connection keeps Node's event loop alive (it does by default). A long-lived
+ * connection that waits for nothing (an idle agent) lets the process exit. */
+void hijack_set_ref(hijack_t *h, int ref);
 /* After on_end without error: 1 when the engine ended the stream with a reset (or the
  * write side broke) instead of an end of file. The output read is complete only if the
  * command had exited by then, which the caller checks (exec.c: the exec's inspection). */

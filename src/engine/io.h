@@ -29,6 +29,8 @@ typedef struct io_hook {
 struct exec_task;
 struct ssh_conn;
 struct ssh_transport;
+struct agent_image;
+struct agent_conn;
 
 struct io {
   uv_loop_t *uv;
@@ -40,6 +42,9 @@ struct io {
   struct exec_task *exec_tasks; /* live exec tasks: owned by engine/exec.c */
   struct ssh_conn *ssh_conns;           /* ssh:// processes still running: engine/sshconn.c */
   struct ssh_transport *ssh_transports; /* ssh:// endpoints' transports: engine/sshconn.c */
+  char *agent_dir;                      /* owned by engine/agent_image.c */
+  struct agent_image *agent_images;     /* owned by engine/agent_image.c */
+  struct agent_conn *agent_conns;       /* live agent connections: engine/agent_conn.c's list */
   void (*closed)(void *arg);
   void *closed_arg;
 };

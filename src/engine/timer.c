@@ -53,3 +53,7 @@ void sbx_timer_cancel(sbx_timer_t *t) {
   uv_timer_stop(&t->handle);
   uv_close((uv_handle_t *)&t->handle, on_closed);
 }
+
+void sbx_timer_unref(sbx_timer_t *t) {
+  if (t) uv_unref((uv_handle_t *)&t->handle);
+}

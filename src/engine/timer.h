@@ -18,5 +18,7 @@ sbx_timer_t *sbx_timer_start(io_t *io, uint64_t ms, void (*cb)(void *ud), void *
 /* Stops and releases a timer whose callback has not run (once it runs, the timer is
  * already gone: forget the pointer in the callback). NULL is fine. */
 void sbx_timer_cancel(sbx_timer_t *t);
+/* Keeps Node from waiting for this timer alone (a heartbeat, say). NULL is fine. */
+void sbx_timer_unref(sbx_timer_t *t);
 
 #endif

@@ -11,6 +11,7 @@
 #include "napi/jsenv.h"
 #include "napi/token.h"
 #include "napi/values.h"
+#include "runtime/agent_op.h"
 
 static void client_finalize(napi_env env, void *data, void *hint) {
   (void)env;
@@ -23,7 +24,36 @@ static void client_finalize(napi_env env, void *data, void *hint) {
 
 client_t *client_from_js(napi_env env, napi_value v) { return token_unwrap(env, v, TOKEN_CLIENT); }
 
-/* native.clientNew(options): validates as the original's constructor, plus `host`. */
+/* options.transport, else ANVIA_SANDBOX_TRANSPORT, else "auto". 0, or -1 with a
+ * TypeError in err. */
+static int read_transport(napi_env env, napi_value options, int *out, err_t *err) {
+  napi_value v = nu_get(env, options, "transport");
+  char *name = NULL;
+  const char *from = "transport";
+  if (!nu_is_undefined(env, v)) {
+    name = nu_strdup(env, v);
+    if (name == NULL || transport_parse(name) < 0) {
+      free(name);
+      return err_type(err, "transport must be \"auto\", \"agent\" or \"engine\".");
+    }
+  } else {
+    const char *e = getenv("ANVIA_SANDBOX_TRANSPORT");
+    if (e == NULL || e[0] == 0) return 0;
+    from = "ANVIA_SANDBOX_TRANSPORT";
+    name = strdup(e);
+    if (name == NULL) return err_oom(err);
+    if (transport_parse(name) < 0) {
+      free(name);
+      return err_type(err, "%s must be \"auto\", \"agent\" or \"engine\".", from);
+    }
+  }
+  *out = transport_parse(name);
+  free(name);
+  return 0;
+}
+
+/* native.clientNew(options): validates as the original's constructor, plus `host` and
+ * `transport`. */
 napi_value client_js_new(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
   size_t argc = 1;
@@ -64,8 +94,15 @@ napi_value client_js_new(napi_env env, napi_callback_info info) {
     }
     endpoint_free(&ep);
   }
+  int transport = TRANSPORT_AUTO;
+  if (read_transport(env, options, &transport, &err) != 0) {
+    free(path);
+    free(host);
+    return nu_throw_err(js, &err);
+  }
   client_t *c = calloc(1, sizeof(*c));
   if (c) c->eng = engine_new(js->io, host);
+  if (c) c->transport = transport;
   free(host);
   if (c == NULL || c->eng == NULL || path == NULL) {
     free(path);

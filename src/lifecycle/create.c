@@ -30,10 +30,12 @@
 #include "codec/upload.h"
 #include "codec/userspec.h"
 #include "lifecycle/client.h"
+#include "lifecycle/lifetime.h"
 #include "napi/convert.h"
 #include "napi/op.h"
 #include "napi/opts.h"
 #include "napi/values.h"
+#include "runtime/agent_op.h"
 #include "runtime/table.h"
 #include "sandbox/owner.h"
 #include "sandbox/sandbox.h"
@@ -63,12 +65,14 @@ typedef enum {
 typedef struct create_op {
   op_t op;
   engine_t *eng;
+  int transport;
   create_opts_t o;
   sandbox_t *sb;
   char *container_name;
   char *volume_name;
   char *helper_name;
   char *image_user;
+  lifetime_t lifetime; /* idle and lifetime limits (lifecycle/lifetime.h) */
   char *seccomp_tmp;   /* Podman: the profile's private file until the create is answered */
   create_step_t step;
   http_req_t *req;
@@ -315,7 +319,7 @@ static void on_owner(void *ud, err_t *err) {
 }
 
 static int make_sandbox(create_op_t *op, err_t *err) {
-  sandbox_t *s = sandbox_new(op->eng, &engine_runtime_ops);
+  sandbox_t *s = sandbox_new_with_transport(op->eng, op->transport);
   if (s == NULL) return err_oom(err);
   op->sb = s;
   s->id = strdup(op->o.id);
@@ -474,7 +478,7 @@ static http_req_t *helper_create_req(create_op_t *op) {
 /* The sandbox exists now: make its model, then learn its user's uid/gid. 1 when known at
  * once (go on), 0 when the lookup answers later (on_owner goes on), -1 with err set. */
 static int begin_owner(create_op_t *op, err_t *err) {
-  if (make_sandbox(op, err) != 0) return -1;
+  if (make_sandbox(op, err) != 0 || lifetime_track(op->op.js, op->sb, &op->lifetime, err) != 0) return -1;
   return owner_ensure(op->sb, on_owner, op, &op->owner, err);
 }
 
@@ -505,6 +509,11 @@ static void step_next(create_op_t *op) {
         if ((op->o.seccomp_path == NULL || op->o.seccomp_json != NULL || load_seccomp(&op->o, &err) == 0) &&
             seccomp_for_engine(op, &err) == 0)
           body = runspec_build(&op->o, op->volume_name, &err);
+        if (body != NULL && lifetime_apply(body, &op->lifetime) != 0) {
+          json_decref(body);
+          body = NULL;
+          err_oom(&err);
+        }
         if (body == NULL) {
           fail(op, &err);
           return;
@@ -714,7 +723,11 @@ napi_value client_js_prepare_create(napi_env env, napi_callback_info info) {
   if (op == NULL) return NULL;
   op->eng = c->eng;
   engine_ref(c->eng);
-  if (create_opts_read(env, argc > 1 ? argv[1] : nu_undefined(env), &op->o, &err) != 0)
+  op->transport = c->transport;
+  napi_value late = NULL;
+  if (create_opts_read(env, argc > 1 ? argv[1] : nu_undefined(env), &op->o, &late, &err) != 0 ||
+      (late != NULL && op_fail_at_start(&op->op, late, &err) != 0) ||
+      lifetime_read(env, argc > 1 ? argv[1] : nu_undefined(env), &op->lifetime, &err) != 0)
     return op_prepared(&op->op, &err);
   /* A file that is also a directory (listed in `directories`, or the parent of another
    * entry) cannot be written: said clearly, before anything is made. */

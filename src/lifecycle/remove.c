@@ -13,6 +13,7 @@
 #include "napi/convert.h"
 #include "napi/op.h"
 #include "napi/values.h"
+#include "runtime/agent_op.h"
 
 typedef enum { REMOVE_STOP = 1, REMOVE_CONTAINER, REMOVE_VOLUME } remove_kind_t;
 
@@ -54,6 +55,8 @@ static void remove_start(op_t *o) {
   sandbox_t *s = o->sb;
   err_t err;
   err_init(&err);
+  /* Stop and destroy end the sandbox's agent first (its commands end with it). */
+  if (op->kind != REMOVE_VOLUME) sandbox_agent_shutdown(s);
   char *esc = url_escape(op->kind == REMOVE_VOLUME ? s->volume_name : s->container_name);
   if (esc == NULL) goto oom;
   switch (op->kind) {

@@ -8,12 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/lifetime.h"
 #include "codec/runspec.h"
+#include "codec/sandboxes.h"
 #include "lifecycle/client.h"
+#include "lifecycle/fork.h"
+#include "lifecycle/lifetime.h"
 #include "napi/convert.h"
 #include "napi/op.h"
 #include "napi/opts.h"
 #include "napi/values.h"
+#include "runtime/agent_op.h"
 #include "runtime/table.h"
 #include "sandbox/sandbox.h"
 
@@ -96,6 +101,11 @@ static int configuration_from_inspection(resume_op_t *op, json_t *ins, err_t *er
   s->user = strdup(json_is_string(user) ? json_string_value(user) : "");
   s->readonly_rootfs = json_is_true(json_object_get(json_object_get(ins, "HostConfig"), "ReadonlyRootfs"));
   if (!s->id || !s->container_name || !s->workdir || !s->volume_name || !s->user) return err_oom(err);
+  /* The idle limit's activity tracker, and the image a fork owns (removed with it). */
+  lifetime_t limits;
+  if (lifetime_from_labels(labels, &limits, err) != 0 || lifetime_track(op->op.js, s, &limits, err) != 0 ||
+      fork_image_track(s, json_string_value(json_object_get(labels, LABEL_FORK_IMAGE)), err) != 0)
+    return -1;
   return 0;
 }
 
@@ -267,7 +277,7 @@ napi_value client_js_prepare_resume(napi_env env, napi_callback_info info) {
   engine_ref(c->eng);
   op->id = nu_strdup(env, id);
   op->container_name = op->id ? container_name_for(op->id) : NULL;
-  op->sb = sandbox_new(c->eng, &engine_runtime_ops);
+  op->sb = sandbox_new_with_transport(c->eng, c->transport);
   if (op->id == NULL || op->container_name == NULL || op->sb == NULL) err_oom(&err);
   return op_prepared(&op->op, &err);
 }

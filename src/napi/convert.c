@@ -96,6 +96,16 @@ static void sandbox_finalize(napi_env env, void *data, void *hint) {
 
 sandbox_t *sandbox_from_js(napi_env env, napi_value v) { return token_unwrap(env, v, TOKEN_SANDBOX); }
 
+napi_value published_port_to_js(napi_env env, int container_port, int host_port) {
+  napi_value p;
+  napi_create_object(env, &p);
+  napi_set_named_property(env, p, "containerPort", nu_number(env, container_port));
+  napi_set_named_property(env, p, "host", nu_string(env, "127.0.0.1"));
+  napi_set_named_property(env, p, "hostPort", nu_number(env, host_port));
+  napi_set_named_property(env, p, "protocol", nu_string(env, "tcp"));
+  return p;
+}
+
 napi_value sandbox_to_js(napi_env env, sandbox_t *s) {
   napi_value o, ext, ports;
   NU_CALL(env, napi_create_object(env, &o));
@@ -109,15 +119,23 @@ napi_value sandbox_to_js(napi_env env, sandbox_t *s) {
   napi_set_named_property(env, o, "id", nu_string(env, s->id));
   napi_set_named_property(env, o, "workdir", nu_string(env, s->workdir));
   napi_create_array_with_length(env, s->nports, &ports);
-  for (size_t i = 0; i < s->nports; i++) {
-    napi_value p;
-    napi_create_object(env, &p);
-    napi_set_named_property(env, p, "containerPort", nu_number(env, s->ports[i].container_port));
-    napi_set_named_property(env, p, "host", nu_string(env, "127.0.0.1"));
-    napi_set_named_property(env, p, "hostPort", nu_number(env, s->ports[i].host_port));
-    napi_set_named_property(env, p, "protocol", nu_string(env, "tcp"));
-    napi_set_element(env, ports, (uint32_t)i, p);
-  }
+  for (size_t i = 0; i < s->nports; i++)
+    napi_set_element(env, ports, (uint32_t)i, published_port_to_js(env, s->ports[i].container_port, s->ports[i].host_port));
   napi_set_named_property(env, o, "publishedPorts", ports);
   return o;
+}
+
+napi_value list_entries_to_js(napi_env env, const list_entries_t *entries) {
+  napi_value arr;
+  napi_create_array_with_length(env, entries->count, &arr);
+  for (size_t i = 0; i < entries->count; i++) {
+    const list_entry_t *e = &entries->items[i];
+    napi_value item;
+    napi_create_object(env, &item);
+    napi_set_named_property(env, item, "path", nu_string(env, e->path));
+    napi_set_named_property(env, item, "type", nu_string(env, file_type_name(e->type)));
+    if (e->has_size) napi_set_named_property(env, item, "size", nu_number(env, (double)e->size));
+    napi_set_element(env, arr, (uint32_t)i, item);
+  }
+  return arr;
 }

@@ -13,6 +13,7 @@
 
 #include "base/err.h"
 #include "base/exec_result.h"
+#include "codec/findparse.h"
 #include "codec/textpage.h"
 #include "napi/jsenv.h"
 #include "sandbox/sandbox.h"
@@ -25,6 +26,10 @@ napi_value nu_throw_err(jsenv_t *js, err_t *err);
 napi_value exec_result_to_js(napi_env env, exec_result_t *r);
 /* The object readTextFilePage resolves with. */
 napi_value text_page_to_js(napi_env env, const text_page_t *page);
+/* listFiles' result: [{ path, type, size? }] */
+napi_value list_entries_to_js(napi_env env, const list_entries_t *entries);
+/* { containerPort, host: "127.0.0.1", hostPort, protocol: "tcp" } */
+napi_value published_port_to_js(napi_env env, int container_port, int host_port);
 /* { sandbox: <token>, id, workdir, publishedPorts: [...] } for the JS handle. */
 napi_value sandbox_to_js(napi_env env, sandbox_t *s);
 /* The sandbox behind a handle's token, or NULL with a TypeError pending. */

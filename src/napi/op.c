@@ -26,27 +26,32 @@ static void op_unlink(op_t *op) {
 }
 
 static void op_free(op_t *op) {
+  if (op->holds > 0 && !op->teardown) {
+    op->free_pending = 1; /* op_unhold frees it */
+    return;
+  }
   op_unlink(op);
   if (op->handle) op->handle->op = NULL;
+  op_t *parent = op->parent;
+  if (parent) parent->delegate = NULL;
+  if (op->delegate) op->delegate->parent = NULL;
   napi_env env = op->js->env;
   if (!op->js->closing) {
     if (op->cancel_reason) napi_delete_reference(env, op->cancel_reason);
     if (op->on_event) napi_delete_reference(env, op->on_event);
+    if (op->start_error) napi_delete_reference(env, op->start_error);
   }
   if (op->vt->destroy) op->vt->destroy(op);
   sandbox_unref(op->sb);
   free(op);
+  /* A parent settled by this delegate was waiting only for it. */
+  if (parent != NULL && parent->settled && parent->released && !parent->teardown) op_free(parent);
 }
 
-void *op_prepare(napi_env env, const op_vtable_t *vt, size_t size, sandbox_t *sb) {
-  jsenv_t *js = jsenv_get(env);
+void *op_new(jsenv_t *js, const op_vtable_t *vt, size_t size, sandbox_t *sb) {
   op_t *op = calloc(1, size);
   if (op == NULL || jsenv_on_teardown(js, op_teardown_all) != 0) {
     free(op);
-    err_t err;
-    err_init(&err);
-    err_oom(&err);
-    nu_throw_err(js, &err);
     return NULL;
   }
   op->vt = vt;
@@ -57,6 +62,22 @@ void *op_prepare(napi_env env, const op_vtable_t *vt, size_t size, sandbox_t *sb
   if (js->ops) js->ops->prev = op;
   js->ops = op;
   return op;
+}
+
+void *op_prepare(napi_env env, const op_vtable_t *vt, size_t size, sandbox_t *sb) {
+  jsenv_t *js = jsenv_get(env);
+  op_t *op = op_new(js, vt, size, sb);
+  if (op == NULL) {
+    err_t err;
+    err_init(&err);
+    err_oom(&err);
+    nu_throw_err(js, &err);
+  }
+  return op;
+}
+
+void op_discard(op_t *op) {
+  if (op != NULL) op_free(op);
 }
 
 static void token_finalize(napi_env env, void *data, void *hint) {
@@ -96,9 +117,59 @@ fail:
   return nu_throw_err(js, err);
 }
 
+int op_fail_at_start(op_t *op, napi_value error, err_t *err) {
+  napi_env env = op->js->env;
+  if (op->start_error) napi_delete_reference(env, op->start_error);
+  op->start_error = NULL;
+  if (error == NULL || napi_create_reference(env, error, 1, &op->start_error) != napi_ok) return err_oom(err);
+  return 0;
+}
+
+int op_fail_at_start_err(op_t *op, err_t *error, err_t *err) {
+  napi_value v = nu_error_value(op->js, error);
+  err_clear(error);
+  return op_fail_at_start(op, v, err);
+}
+
+static napi_value start_error_value(op_t *op) {
+  napi_value v = NULL;
+  napi_get_reference_value(op->js->env, op->start_error, &v);
+  return v;
+}
+
+void op_hold(op_t *op) { op->holds++; }
+
+void op_unhold(op_t *op) {
+  if (--op->holds == 0 && op->free_pending) op_free(op);
+}
+
 void op_release(op_t *op) {
   op->released = 1;
   if (op->settled || op->teardown) op_free(op);
+}
+
+
+void op_delegate(op_t *parent, op_t *child) {
+  /* No JavaScript value is touched here (this may run from a libuv callback): the child
+   * uses its parent's event callback and abort reason (op_emit, op_cancel_reason). */
+  parent->delegate = child;
+  child->parent = parent;
+  child->started = 1;
+  child->cancelled = parent->cancelled;
+  child->vt->start(child);
+}
+
+
+/* The parent of a delegate settles with the value its delegate built (a scope is open);
+ * it has nothing else pending, so it is released too. */
+static void settle_parent(op_t *parent, int ok, napi_value v) {
+  if (parent->settled || parent->teardown) return;
+  napi_env env = parent->js->env;
+  if (ok) napi_resolve_deferred(env, parent->deferred, v);
+  else napi_reject_deferred(env, parent->deferred, v);
+  parent->deferred = NULL;
+  parent->settled = 1;
+  parent->released = 1; /* freed with its delegate (op_free) */
 }
 
 /*
@@ -126,9 +197,15 @@ static void settle(op_t *op, int ok, napi_value (*build)(op_t *op), err_t *err, 
     v = ex ? ex : nu_undefined(env);
     ok = 0;
   }
-  if (ok) napi_resolve_deferred(env, op->deferred, v);
-  else napi_reject_deferred(env, op->deferred, v);
-  op->deferred = NULL;
+  op_t *parent = op->parent;
+  if (parent != NULL) {
+    /* A delegate settles the op it works for, with its own value. */
+    settle_parent(parent, ok, v);
+  } else {
+    if (ok) napi_resolve_deferred(env, op->deferred, v);
+    else napi_reject_deferred(env, op->deferred, v);
+    op->deferred = NULL;
+  }
   op->settled = 1;
   int free_now = op->released;
   js_leave(js, &s);
@@ -150,15 +227,19 @@ void op_settle(op_t *op, err_t *err) {
 napi_value op_cancel_reason(op_t *op) {
   napi_env env = op->js->env;
   napi_value holder = NULL;
-  if (op->cancel_reason) napi_get_reference_value(env, op->cancel_reason, &holder);
+  napi_ref reason = op->cancel_reason ? op->cancel_reason : op->parent ? op->parent->cancel_reason : NULL;
+  if (reason) napi_get_reference_value(env, reason, &holder);
   return holder ? nu_get(env, holder, "reason") : nu_undefined(env);
 }
 
+int op_has_events(const op_t *op) { return op->on_event != NULL || (op->parent != NULL && op->parent->on_event != NULL); }
+
 void op_emit(op_t *op, size_t argc, napi_value *argv) {
-  if (op->on_event == NULL || op->js->closing) return;
+  napi_ref on_event = op->on_event ? op->on_event : op->parent ? op->parent->on_event : NULL;
+  if (on_event == NULL || op->js->closing) return;
   napi_env env = op->js->env;
   napi_value fn, recv;
-  napi_get_reference_value(env, op->on_event, &fn);
+  napi_get_reference_value(env, on_event, &fn);
   if (fn == NULL) return;
   napi_get_undefined(env, &recv);
   napi_value ignored;
@@ -204,7 +285,12 @@ napi_value op_js_start(napi_env env, napi_callback_info info) {
   napi_value promise;
   NU_CALL(env, napi_create_promise(env, &op->deferred, &promise));
   op->started = 1;
-  op->vt->start(op);
+  if (op->start_error) {
+    op_reject_build(op, start_error_value);
+    op_release(op);
+  } else {
+    op->vt->start(op);
+  }
   return promise;
 }
 
@@ -224,7 +310,10 @@ napi_value op_js_cancel(napi_env env, napi_callback_info info) {
     NU_CALL(env, napi_set_named_property(env, holder, "reason", argv[1]));
     NU_CALL(env, napi_create_reference(env, holder, 1, &op->cancel_reason));
   }
-  if (op->vt->cancel) op->vt->cancel(op);
+  op_t *target = op->delegate ? op->delegate : op;
+  /* Delegated: the delegate stops, and its rejection (this op's reason) settles this op. */
+  target->cancelled = 1;
+  if (target->vt->cancel) target->vt->cancel(target);
   return nu_undefined(env);
 }
 
@@ -236,6 +325,7 @@ napi_value op_js_control(napi_env env, napi_callback_info info) {
   if (h == NULL) return NULL; /* TypeError thrown */
   op_t *op = h->op;
   int64_t command = 0;
+  if (op != NULL && op->delegate != NULL) op = op->delegate;
   if (op == NULL || !op->started || op->settled || op->cancelled || op->vt->control == NULL) return nu_undefined(env);
   if (argc > 1) nu_safe_integer(env, argv[1], &command);
   op->vt->control(op, (int)command);

@@ -56,11 +56,16 @@ struct op {
   op_handle_t *handle;
   napi_ref cancel_reason;
   napi_ref on_event;
+  napi_ref start_error; /* rejects the op when started, before its work: op_fail_at_start */
   int started;
   int settled;
   int cancelled;
   int teardown;
   int released;
+  int holds;        /* op_hold: kept (not freed) while above 0 */
+  int free_pending; /* freed once the last hold goes */
+  op_t *delegate; /* the op this one handed its work to (op_delegate), while it lives */
+  op_t *parent;   /* the op this one settles, when it was started as a delegate */
   op_t *prev, *next;
 };
 
@@ -74,6 +79,42 @@ void *op_prepare(napi_env env, const op_vtable_t *vt, size_t size, sandbox_t *sb
  * refused, or memory ran out filling the op), the op is discarded and err thrown. */
 napi_value op_prepared(op_t *op, err_t *err);
 
+/*
+ * Makes a prepared op fail as soon as it is started, with `error`, before its own start
+ * runs (so nothing is sent): for what the original found only when it began the work
+ * (an argument Node refused to hand to the docker CLI, an image name the engine cannot
+ * know), checked here while the arguments are read but reported where the original
+ * reported it, after the state and abort checks of the shim. 0, or -1 with `err` set
+ * (out of memory). op_fail_at_start_err does the same with an err_t (cleared).
+ */
+int op_fail_at_start(op_t *op, napi_value error, err_t *err);
+int op_fail_at_start_err(op_t *op, err_t *error, err_t *err);
+
+/*
+ * Hands an op's work to another op made for the same call (a transport falling back to
+ * another, say): `child`, prepared but never handed out as a token, is started now; its
+ * events go to the parent's event callback, a cancel or flow control of the parent reaches
+ * it, and when it settles, the parent settles with the same value (built by the child) and
+ * is released. The parent must have nothing else pending. `child` is owned by op.c from
+ * here on.
+ */
+void op_delegate(op_t *parent, op_t *child);
+/* Frees an op that was prepared but will never run (the child of a delegation that was
+ * not needed). NULL is fine. */
+void op_discard(op_t *op);
+/* Prepares an op without a token, for op_delegate: op_prepare's twin for operations made
+ * inside another operation. NULL when out of memory (nothing thrown). */
+void *op_new(jsenv_t *js, const op_vtable_t *vt, size_t size, sandbox_t *sb);
+
+/*
+ * Keeps the op's memory valid across a call that can run JavaScript (op_emit: the
+ * consumer may cancel, and so settle and release, the op before it returns): freeing is
+ * put off until op_unhold. The op may be settled and cancelled meanwhile; check
+ * op->settled / op->cancelled after op_emit, before touching its work.
+ */
+void op_hold(op_t *op);
+void op_unhold(op_t *op);
+
 /* Settles with the result (err NULL or empty) or the error, then releases the op. */
 void op_settle(op_t *op, err_t *err);
 void op_resolve(op_t *op);
@@ -83,6 +124,8 @@ void op_reject_cancelled(op_t *op);
 void op_reject_build(op_t *op, napi_value (*build)(op_t *op));
 /* The abort reason given to native.cancel(); a JavaScript scope must be open. */
 napi_value op_cancel_reason(op_t *op);
+/* 1 when someone listens to the op's events (its own callback, or its parent's). */
+int op_has_events(const op_t *op);
 /* Calls the op's event callback with argv (scope must be open: use js_enter). */
 void op_emit(op_t *op, size_t argc, napi_value *argv);
 /* The op has nothing pending: frees it once settled (or at once when tearing down). */

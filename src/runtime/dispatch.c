@@ -4,6 +4,8 @@
  */
 #include "runtime/table.h"
 
+#include "runtime/tree.h"
+
 #include "napi/convert.h"
 #include "napi/values.h"
 
@@ -45,6 +47,18 @@ ENTRY(list_processes)
 ENTRY(process_logs)
 ENTRY(wait_for_port)
 
+/* Tree transfers: a table that has no row of its own for them uses the engine's. */
+#define TREE_ENTRY(field)                                                                         \
+  static napi_value js_##field(napi_env env, napi_callback_info info) {                           \
+    call_t c;                                                                                     \
+    if (read_call(env, info, &c) != 0) return NULL;                                               \
+    runtime_entry_fn fn = c.sb->ops->field ? c.sb->ops->field : engine_runtime_ops.field;         \
+    return fn(env, c.sb, c.argv, c.argc);                                                         \
+  }
+
+TREE_ENTRY(import_tree)
+TREE_ENTRY(export_tree)
+
 void runtime_register(napi_env env, napi_value exports) {
   napi_property_descriptor fns[] = {
       {"prepareExec", NULL, js_exec, NULL, NULL, NULL, napi_default, NULL},
@@ -57,6 +71,9 @@ void runtime_register(napi_env env, napi_value exports) {
       {"listProcesses", NULL, js_list_processes, NULL, NULL, NULL, napi_default, NULL},
       {"processLogs", NULL, js_process_logs, NULL, NULL, NULL, napi_default, NULL},
       {"prepareWaitForPort", NULL, js_wait_for_port, NULL, NULL, NULL, napi_default, NULL},
+      {"prepareImportTree", NULL, js_import_tree, NULL, NULL, NULL, napi_default, NULL},
+      {"prepareExportTree", NULL, js_export_tree, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
+  tree_register(env, exports);
 }

@@ -9,6 +9,7 @@
 #include "runtime/listing.h"
 #include "runtime/ports.h"
 #include "runtime/proc.h"
+#include "runtime/tree_engine.h"
 
 const runtime_ops_t engine_runtime_ops = {
     .name = "engine",
@@ -22,4 +23,6 @@ const runtime_ops_t engine_runtime_ops = {
     .list_processes = proc_list,
     .process_logs = proc_logs,
     .wait_for_port = ports_prepare_wait,
+    .import_tree = tree_engine_prepare_import,
+    .export_tree = tree_engine_prepare_export,
 };

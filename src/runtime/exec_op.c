@@ -25,8 +25,11 @@ typedef struct exec_op {
   exec_result_t *result;
 } exec_op_t;
 
-int exec_spec_from_js(napi_env env, napi_value options, sandbox_t *sb, exec_spec_t *spec, err_t *err) {
+int exec_spec_from_js(napi_env env, napi_value options, sandbox_t *sb, exec_spec_t *spec, napi_value *late,
+                      err_t *err) {
   memset(spec, 0, sizeof(*spec));
+  *late = NULL;
+  nul_hit_t args_nul = {0}, env_nul = {0};
   char *cwd = NULL;
   kv_list_t envs = {0};
   char **args = NULL;
@@ -34,10 +37,12 @@ int exec_spec_from_js(napi_env env, napi_value options, sandbox_t *sb, exec_spec
   if (!nu_is_record(env, options)) return err_type(err, "options must be an object.");
   napi_value command = nu_get(env, options, "command");
   if (check_nonempty_string(env, command, "command", err)) return -1;
-  if (args_string_array(env, nu_get(env, options, "args"), &args, &nargs, err)) return -1;
+  if (args_string_array(env, nu_get(env, options, "args"), &args, &nargs, &args_nul, err)) return -1;
   napi_value cwd_v = nu_get(env, options, "cwd");
   if (!nu_is_undefined(env, cwd_v) && (cwd = args_sandbox_path(env, cwd_v, "cwd", 1, err)) == NULL) goto fail;
-  if (read_string_record(env, nu_get(env, options, "env"), "env", &envs, err)) goto fail;
+  if (read_string_record(env, nu_get(env, options, "env"), "env", &envs, &env_nul, err) ||
+      check_env_not_reserved(&envs, err))
+    goto fail;
   napi_value timeout = nu_get(env, options, "timeoutMs");
   int64_t timeout_ms = sb->runtime.command_timeout_ms;
   if (!nu_is_undefined(env, timeout) && check_positive_safe_integer(env, timeout, "timeoutMs", &timeout_ms, err))
@@ -81,6 +86,15 @@ int exec_spec_from_js(napi_env env, napi_value options, sandbox_t *sb, exec_spec
   spec->timeout_ms = timeout_ms;
   spec->max_output = (size_t)sb->runtime.max_output_bytes;
   spec->kill_tree = 1;
+  {
+    /* The original's execArgs: exec [-i] -w <dir> (-e K=V)* <container> <command> <args>. */
+    argv_nul_t n = {0};
+    size_t base = spec->has_input ? 4 : 3;
+    argv_nul_note_hit(env, &n, base + 2 * env_nul.index + 1, &env_nul);
+    argv_nul_note(env, &n, base + 2 * envs.count + 1, command);
+    argv_nul_note_hit(env, &n, base + 2 * envs.count + 2 + args_nul.index, &args_nul);
+    if (n.found && (*late = argv_nul_error(env, &n, err)) == NULL) goto fail;
+  }
   free(cwd);
   kv_list_free(&envs);
   args_string_array_free(args, nargs);
@@ -97,7 +111,7 @@ fail:
 
 static void on_output(void *ud, int stream, const uint8_t *data, size_t len) {
   exec_op_t *op = ud;
-  if (op->op.on_event == NULL) return;
+  if (!op_has_events(&op->op)) return;
   jsenv_t *js = op->op.js;
   js_scope_t s;
   if (js_enter(js, &s) != 0) return;
@@ -117,7 +131,7 @@ static void exec_start(op_t *o) {
   exec_op_t *op = (exec_op_t *)o;
   err_t err;
   err_init(&err);
-  exec_callbacks_t cbs = {.on_output = o->on_event ? on_output : NULL, .on_done = on_done};
+  exec_callbacks_t cbs = {.on_output = op_has_events(o) ? on_output : NULL, .on_done = on_done};
   op->task = exec_task_start(o->sb->eng, o->sb->container_name, &op->spec, &cbs, op, &err);
   if (op->task == NULL) op_settle(o, &err);
 }
@@ -155,6 +169,14 @@ static const op_vtable_t exec_vt = {
     .control = exec_control,
 };
 
+op_t *exec_engine_op(jsenv_t *js, sandbox_t *sb, exec_spec_t *spec) {
+  exec_op_t *op = op_new(js, &exec_vt, sizeof(*op), sb);
+  if (op == NULL) return NULL;
+  op->spec = *spec;
+  memset(spec, 0, sizeof(*spec));
+  return &op->op;
+}
+
 /* native.prepareExec(sandbox, options) -> token (through the runtime table). */
 napi_value exec_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   /* Not args_options: exec's options check is part of validateExecOptions, in order. */
@@ -162,6 +184,8 @@ napi_value exec_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t ar
   if (op == NULL) return NULL;
   err_t err;
   err_init(&err);
-  exec_spec_from_js(env, argc > 1 ? argv[1] : nu_undefined(env), sb, &op->spec, &err);
+  napi_value late = NULL;
+  if (exec_spec_from_js(env, argc > 1 ? argv[1] : nu_undefined(env), sb, &op->spec, &late, &err) == 0 && late != NULL)
+    op_fail_at_start(&op->op, late, &err);
   return op_prepared(&op->op, &err);
 }

@@ -313,49 +313,61 @@ static uint8_t *take_content(napi_env env, napi_value options, int is_text, size
   return copy;
 }
 
+int files_parse_write(napi_env env, sandbox_t *sb, napi_value *argv, file_write_req_t *req, err_t *err) {
+  memset(req, 0, sizeof(*req));
+  napi_value options = argv[1]; /* checked to be an object by the caller (args_options) */
+  bool is_text = false;
+  napi_get_value_bool(env, argv[2], &is_text);
+  req->data = take_content(env, options, is_text, &req->len, err);
+  if (req->data == NULL) return -1;
+  req->path = args_sandbox_path(env, nu_get(env, options, "path"), "path", 0, err);
+  if (req->path == NULL) goto fail;
+  if (req->path[strlen(req->path) - 1] == '/') {
+    /* "name/" is a directory: no file is written there (the original's copy failed too). */
+    err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Sandbox path names a directory, not a file: %s", req->path);
+    goto fail;
+  }
+  if ((uint64_t)req->len > (uint64_t)sb->runtime.max_file_bytes) {
+    err_sandbox(err, CODE_FILE_TOO_LARGE, "Sandbox file exceeds maxFileBytes (%zu > %lld): %s", req->len,
+                (long long)sb->runtime.max_file_bytes, req->path);
+    goto fail;
+  }
+  return 0;
+fail:
+  file_write_req_free(req);
+  return -1;
+}
+
+
+op_t *files_engine_write_op(jsenv_t *js, sandbox_t *sb, file_write_req_t *req) {
+  /* A user who is not root writes as itself (files_user.c): the engine would write as
+   * root and follow links the user planted. */
+  if (!user_is_root(sb->user)) return files_user_write_op(js, sb, req);
+  write_op_t *op = op_new(js, &write_vt, sizeof(*op), sb);
+  if (op == NULL) return NULL;
+  op->path = req->path;
+  op->data = req->data;
+  op->len = req->len;
+  memset(req, 0, sizeof(*req));
+  return &op->op;
+}
+
 /* native.prepareWriteFile(sandbox, options, isText): the original's checks, in order. */
 napi_value files_prepare_write(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   (void)argc;
   jsenv_t *js = jsenv_get(env);
-  napi_value options = args_options(env, argv);
-  if (options == NULL) return NULL;
-  bool is_text = false;
-  napi_get_value_bool(env, argv[2], &is_text);
+  if (args_options(env, argv) == NULL) return NULL;
   err_t err;
   err_init(&err);
-  size_t len = 0;
-  char *path = NULL;
-  uint8_t *data = take_content(env, options, is_text, &len, &err);
-  if (data == NULL) goto fail;
-  path = args_sandbox_path(env, nu_get(env, options, "path"), "path", 0, &err);
-  if (path == NULL) goto fail;
-  if (path[strlen(path) - 1] == '/') {
-    /* "name/" is a directory: no file is written there (the original's copy failed too). */
-    err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Sandbox path names a directory, not a file: %s", path);
-    goto fail;
-  }
-  if ((uint64_t)len > (uint64_t)sb->runtime.max_file_bytes) {
-    err_sandbox(&err, CODE_FILE_TOO_LARGE, "Sandbox file exceeds maxFileBytes (%zu > %lld): %s", len,
-                (long long)sb->runtime.max_file_bytes, path);
-    goto fail;
-  }
-  /* A user who is not root writes as itself (files_user.c): the engine would write as
-   * root and follow links the user planted. */
-  if (!user_is_root(sb->user)) return files_user_prepare_write(env, sb, path, data, len);
-  write_op_t *op = op_prepare(env, &write_vt, sizeof(*op), sb);
+  file_write_req_t req;
+  if (files_parse_write(env, sb, argv, &req, &err) != 0) return nu_throw_err(js, &err);
+  op_t *op = files_engine_write_op(js, sb, &req);
+  file_write_req_free(&req);
   if (op == NULL) {
-    free(path);
-    free(data);
-    return NULL;
+    err_oom(&err);
+    return nu_throw_err(js, &err);
   }
-  op->path = path;
-  op->data = data;
-  op->len = len;
-  return op_prepared(&op->op, NULL);
-fail:
-  free(path);
-  free(data);
-  return nu_throw_err(js, &err);
+  return op_prepared(op, NULL);
 }
 
 /* ================= read ================= */
@@ -538,37 +550,53 @@ static const op_vtable_t read_vt = {
 };
 
 /* native.prepareReadFile(sandbox, options): assertReadOptions of the original. */
-napi_value files_prepare_read(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  (void)argc;
-  jsenv_t *js = jsenv_get(env);
-  napi_value options = args_options(env, argv);
-  if (options == NULL) return NULL;
-  err_t err;
-  err_init(&err);
-  char *path = args_sandbox_path(env, nu_get(env, options, "path"), "path", 0, &err);
-  if (path == NULL) return nu_throw_err(js, &err);
+char *files_parse_read(napi_env env, napi_value *argv, err_t *err) {
+  char *path = args_sandbox_path(env, nu_get(env, argv[1], "path"), "path", 0, err);
+  if (path == NULL) return NULL;
   if (path[strlen(path) - 1] == '/') {
     /* "name/" is a directory: no regular file is read through it, whatever the engine. */
-    err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Sandbox path names a directory, not a file: %s", path);
-    free(path);
-    return nu_throw_err(js, &err);
-  }
-  /* A user who is not root reads as itself (files_user.c): the engine would read as root
-   * and follow links the user planted. */
-  if (!user_is_root(sb->user)) return files_user_prepare_read(env, sb, path);
-  read_op_t *op = op_prepare(env, &read_vt, sizeof(*op), sb);
-  if (op == NULL) {
+    err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Sandbox path names a directory, not a file: %s", path);
     free(path);
     return NULL;
   }
-  op->path = path;
+  return path;
+}
+
+op_t *files_engine_read_op(jsenv_t *js, sandbox_t *sb, char **path) {
+  /* A user who is not root reads as itself (files_user.c): the engine would read as root
+   * and follow links the user planted. */
+  if (!user_is_root(sb->user)) return files_user_read_op(js, sb, path);
+  read_op_t *op = op_new(js, &read_vt, sizeof(*op), sb);
+  if (op == NULL) return NULL;
+  op->path = *path;
+  *path = NULL;
   op->name = base_name(op->path);
   op->max = (uint64_t)sb->runtime.max_file_bytes;
   buf_init(&op->archive, (size_t)(op->max > SIZE_MAX - ARCHIVE_OVERHEAD ? SIZE_MAX - 1 : op->max + ARCHIVE_OVERHEAD));
   err_init(&op->early);
   err_init(&op->err);
-  if (op->name == NULL) err_oom(&err);
-  return op_prepared(&op->op, &err);
+  if (op->name == NULL) {
+    op_discard(&op->op);
+    return NULL;
+  }
+  return &op->op;
+}
+
+napi_value files_prepare_read(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+  (void)argc;
+  jsenv_t *js = jsenv_get(env);
+  if (args_options(env, argv) == NULL) return NULL;
+  err_t err;
+  err_init(&err);
+  char *path = files_parse_read(env, argv, &err);
+  if (path == NULL) return nu_throw_err(js, &err);
+  op_t *op = files_engine_read_op(js, sb, &path);
+  free(path);
+  if (op == NULL) {
+    err_oom(&err);
+    return nu_throw_err(js, &err);
+  }
+  return op_prepared(op, NULL);
 }
 
 /* native.textPageOptions(options): readTextFilePage's checks and defaults. */

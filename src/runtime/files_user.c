@@ -231,25 +231,28 @@ static const op_vtable_t user_file_vt = {
     .destroy = user_destroy,
 };
 
-static napi_value prepare(napi_env env, sandbox_t *sb, int write, char *path, uint8_t *data, size_t len) {
-  user_file_op_t *op = op_prepare(env, &user_file_vt, sizeof(*op), sb);
-  if (op == NULL) {
-    free(path);
-    free(data);
-    return NULL;
-  }
+static user_file_op_t *make(jsenv_t *js, sandbox_t *sb, int write) {
+  user_file_op_t *op = op_new(js, &user_file_vt, sizeof(*op), sb);
+  if (op == NULL) return NULL;
   op->write = write;
-  op->path = path;
-  op->data = data;
-  op->len = len;
   op->max = (uint64_t)sb->runtime.max_file_bytes;
-  return op_prepared(&op->op, NULL);
+  return op;
 }
 
-napi_value files_user_prepare_write(napi_env env, sandbox_t *sb, char *path, uint8_t *data, size_t len) {
-  return prepare(env, sb, 1, path, data, len);
+op_t *files_user_write_op(jsenv_t *js, sandbox_t *sb, file_write_req_t *req) {
+  user_file_op_t *op = make(js, sb, 1);
+  if (op == NULL) return NULL;
+  op->path = req->path;
+  op->data = req->data;
+  op->len = req->len;
+  memset(req, 0, sizeof(*req));
+  return &op->op;
 }
 
-napi_value files_user_prepare_read(napi_env env, sandbox_t *sb, char *path) {
-  return prepare(env, sb, 0, path, NULL, 0);
+op_t *files_user_read_op(jsenv_t *js, sandbox_t *sb, char **path) {
+  user_file_op_t *op = make(js, sb, 0);
+  if (op == NULL) return NULL;
+  op->path = *path;
+  *path = NULL;
+  return &op->op;
 }

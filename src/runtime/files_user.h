@@ -11,10 +11,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "napi/op.h"
+#include "runtime/requests.h"
 #include "sandbox/sandbox.h"
 
-/* Operation tokens; `path` (normalized, relative, no trailing slash) and `data` are taken. */
-napi_value files_user_prepare_write(napi_env env, sandbox_t *sb, char *path, uint8_t *data, size_t len);
-napi_value files_user_prepare_read(napi_env env, sandbox_t *sb, char *path);
+/* The operations (not yet tokens); the request's contents are taken. NULL when out of
+ * memory (the request is then left to the caller). */
+op_t *files_user_write_op(jsenv_t *js, sandbox_t *sb, file_write_req_t *req);
+op_t *files_user_read_op(jsenv_t *js, sandbox_t *sb, char **path);
 
 #endif

@@ -126,22 +126,7 @@ static void list_cancel(op_t *o) {
   op_release(o);
 }
 
-static napi_value list_result(op_t *o) {
-  list_op_t *op = (list_op_t *)o;
-  napi_env env = o->js->env;
-  napi_value arr;
-  napi_create_array_with_length(env, op->entries.count, &arr);
-  for (size_t i = 0; i < op->entries.count; i++) {
-    list_entry_t *e = &op->entries.items[i];
-    napi_value item;
-    napi_create_object(env, &item);
-    napi_set_named_property(env, item, "path", nu_string(env, e->path));
-    napi_set_named_property(env, item, "type", nu_string(env, file_type_name(e->type)));
-    if (e->has_size) napi_set_named_property(env, item, "size", nu_number(env, (double)e->size));
-    napi_set_element(env, arr, (uint32_t)i, item);
-  }
-  return arr;
-}
+static napi_value list_result(op_t *o) { return list_entries_to_js(o->js->env, &((list_op_t *)o)->entries); }
 
 static void list_destroy(op_t *o) {
   list_op_t *op = (list_op_t *)o;
@@ -158,26 +143,37 @@ static const op_vtable_t list_vt = {
     .destroy = list_destroy,
 };
 
+char *listing_parse(napi_env env, napi_value options, err_t *err) {
+  /* options.path ?? "." */
+  napi_value p = nu_get(env, options, "path");
+  if (nu_is_undefined(env, p) || nu_typeof(env, p) == napi_null) p = nu_string(env, ".");
+  return args_sandbox_path(env, p, "path", 1, err);
+}
+
+op_t *listing_engine_op(jsenv_t *js, sandbox_t *sb, const char *path, err_t *err) {
+  char *target = sandbox_container_path(sb->workdir, path, err);
+  if (target == NULL) return NULL;
+  list_op_t *op = op_new(js, &list_vt, sizeof(*op), sb);
+  if (op == NULL) {
+    free(target);
+    err_oom(err);
+    return NULL;
+  }
+  op->target = target;
+  return &op->op;
+}
+
 /* native.prepareListFiles(sandbox, options) */
 napi_value listing_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+  (void)argc;
   jsenv_t *js = jsenv_get(env);
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;
   err_t err;
   err_init(&err);
-  /* options.path ?? "." */
-  napi_value p = nu_get(env, options, "path");
-  if (nu_is_undefined(env, p) || nu_typeof(env, p) == napi_null) p = nu_string(env, ".");
-  char *norm = args_sandbox_path(env, p, "path", 1, &err);
-  if (norm == NULL) return nu_throw_err(js, &err);
-  char *target = sandbox_container_path(sb->workdir, norm, &err);
-  free(norm);
-  if (target == NULL) return nu_throw_err(js, &err);
-  list_op_t *op = op_prepare(env, &list_vt, sizeof(*op), sb);
-  if (op == NULL) {
-    free(target);
-    return NULL;
-  }
-  op->target = target;
-  return op_prepared(&op->op, NULL);
+  char *path = listing_parse(env, options, &err);
+  op_t *op = path ? listing_engine_op(js, sb, path, &err) : NULL;
+  free(path);
+  if (op == NULL) return nu_throw_err(js, &err);
+  return op_prepared(op, NULL);
 }

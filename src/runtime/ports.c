@@ -105,14 +105,7 @@ static void port_cancel(op_t *o) {
 
 static napi_value port_result(op_t *o) {
   port_op_t *op = (port_op_t *)o;
-  napi_env env = o->js->env;
-  napi_value p;
-  napi_create_object(env, &p);
-  napi_set_named_property(env, p, "containerPort", nu_number(env, op->container_port));
-  napi_set_named_property(env, p, "host", nu_string(env, "127.0.0.1"));
-  napi_set_named_property(env, p, "hostPort", nu_number(env, op->host_port));
-  napi_set_named_property(env, p, "protocol", nu_string(env, "tcp"));
-  return p;
+  return published_port_to_js(o->js->env, op->container_port, op->host_port);
 }
 
 static void port_destroy(op_t *o) {
@@ -129,41 +122,58 @@ static const op_vtable_t port_vt = {
 };
 
 /* native.prepareWaitForPort(sandbox, options): the original's checks, in order. */
+int ports_parse(napi_env env, sandbox_t *sb, napi_value options, port_wait_req_t *req, err_t *err) {
+  napi_value cp = nu_get(env, options, "containerPort");
+  double port = 0;
+  if (!nu_integer(env, cp, &port) || port < 1 || port > 65535) {
+    char *shown = nu_to_display(env, cp);
+    err_sandbox(err, CODE_PORT, "Sandbox port must be an integer from 1 to 65535: %s", shown ? shown : "");
+    free(shown);
+    return -1;
+  }
+  int host_port = 0;
+  for (size_t i = 0; i < sb->nports; i++)
+    if (sb->ports[i].container_port == (int)port) host_port = sb->ports[i].host_port;
+  if (host_port == 0) return err_sandbox(err, CODE_PORT, "Sandbox port is not published: %d/tcp", (int)port);
+  int64_t timeout = DEFAULT_WAIT_TIMEOUT_MS, interval = DEFAULT_WAIT_INTERVAL_MS;
+  napi_value t = nu_get(env, options, "timeoutMs"), iv = nu_get(env, options, "intervalMs");
+  /* options.x ?? default, then the positive checks */
+  if (!nu_is_undefined(env, t) && nu_typeof(env, t) != napi_null &&
+      check_positive_safe_integer(env, t, "timeoutMs", &timeout, err))
+    return -1;
+  if (!nu_is_undefined(env, iv) && nu_typeof(env, iv) != napi_null &&
+      check_positive_safe_integer(env, iv, "intervalMs", &interval, err))
+    return -1;
+  req->container_port = (int)port;
+  req->host_port = host_port;
+  req->timeout_ms = timeout;
+  req->interval_ms = interval;
+  return 0;
+}
+
+op_t *ports_engine_op(jsenv_t *js, sandbox_t *sb, const port_wait_req_t *req) {
+  port_op_t *op = op_new(js, &port_vt, sizeof(*op), sb);
+  if (op == NULL) return NULL;
+  op->container_port = req->container_port;
+  op->host_port = req->host_port;
+  op->timeout_ms = req->timeout_ms;
+  op->interval_ms = req->interval_ms;
+  return &op->op;
+}
+
 napi_value ports_prepare_wait(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+  (void)argc;
   jsenv_t *js = jsenv_get(env);
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;
   err_t err;
   err_init(&err);
-  napi_value cp = nu_get(env, options, "containerPort");
-  double port = 0;
-  if (!nu_integer(env, cp, &port) || port < 1 || port > 65535) {
-    char *shown = nu_to_display(env, cp);
-    err_sandbox(&err, CODE_PORT, "Sandbox port must be an integer from 1 to 65535: %s", shown ? shown : "");
-    free(shown);
+  port_wait_req_t req;
+  if (ports_parse(env, sb, options, &req, &err) != 0) return nu_throw_err(js, &err);
+  op_t *op = ports_engine_op(js, sb, &req);
+  if (op == NULL) {
+    err_oom(&err);
     return nu_throw_err(js, &err);
   }
-  int host_port = 0;
-  for (size_t i = 0; i < sb->nports; i++)
-    if (sb->ports[i].container_port == (int)port) host_port = sb->ports[i].host_port;
-  if (host_port == 0) {
-    err_sandbox(&err, CODE_PORT, "Sandbox port is not published: %d/tcp", (int)port);
-    return nu_throw_err(js, &err);
-  }
-  int64_t timeout = DEFAULT_WAIT_TIMEOUT_MS, interval = DEFAULT_WAIT_INTERVAL_MS;
-  napi_value t = nu_get(env, options, "timeoutMs"), iv = nu_get(env, options, "intervalMs");
-  /* options.x ?? default, then the positive checks */
-  if (!nu_is_undefined(env, t) && nu_typeof(env, t) != napi_null &&
-      check_positive_safe_integer(env, t, "timeoutMs", &timeout, &err))
-    return nu_throw_err(js, &err);
-  if (!nu_is_undefined(env, iv) && nu_typeof(env, iv) != napi_null &&
-      check_positive_safe_integer(env, iv, "intervalMs", &interval, &err))
-    return nu_throw_err(js, &err);
-  port_op_t *op = op_prepare(env, &port_vt, sizeof(*op), sb);
-  if (op == NULL) return NULL;
-  op->container_port = (int)port;
-  op->host_port = host_port;
-  op->timeout_ms = timeout;
-  op->interval_ms = interval;
-  return op_prepared(&op->op, NULL);
+  return op_prepared(op, NULL);
 }

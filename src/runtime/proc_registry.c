@@ -1,7 +1,6 @@
 /*
- * proc_registry.c - the managed processes of one sandbox: records, their output, the
- * marker handshake's reading side, and the small scripts run against a group (see
- * proc_registry.h).
+ * proc_registry.c - the managed processes of one sandbox: records, their output and the
+ * marker handshake's reading side, whatever carries them (see proc_registry.h).
  */
 #include "runtime/proc_registry.h"
 
@@ -74,7 +73,6 @@ void proc_rec_ref(proc_rec_t *r) { r->refs++; }
 
 void proc_rec_unref(proc_rec_t *r) {
   if (r == NULL || --r->refs > 0) return;
-  exec_task_cancel(r->task);
   free(r->command);
   for (size_t i = 0; i < r->nargs; i++) free(r->args[i]);
   free(r->args);
@@ -143,17 +141,22 @@ void proc_rec_notify(proc_rec_t *r) {
   proc_rec_unref(r);
 }
 
+void proc_rec_cut(proc_rec_t *r) {
+  void *link = r->link;
+  if (link == NULL) return;
+  r->link = NULL;
+  r->carrier->cut(r, link);
+  proc_rec_unref(r); /* the link's reference */
+}
+
 void proc_rec_close_killed(proc_rec_t *r) {
-  exec_task_t *task = r->task;
-  r->task = NULL;
-  exec_task_cancel(task);
+  proc_rec_cut(r);
   if (r->closed) return;
   r->closed = 1;
   r->status = P_STOPPED;
   r->has_exit_code = 1;
   r->exit_code = 137;
   proc_iso_now(r->ended_at);
-  proc_rec_unref(r); /* the task's reference */
 }
 
 /* ---- output and the marker ---- */
@@ -212,8 +215,7 @@ static void scan_marker(proc_rec_t *r) {
   r->marker_seen = 1;
 }
 
-static void on_task_output(void *ud, int stream, const uint8_t *data, size_t len) {
-  proc_rec_t *r = ud;
+void proc_rec_output(proc_rec_t *r, int stream, const uint8_t *data, size_t len) {
   if (stream == 2) {
     tail_accept(&r->err, data, len);
     return;
@@ -227,34 +229,29 @@ static void on_task_output(void *ud, int stream, const uint8_t *data, size_t len
     return;
   }
   scan_marker(r);
-  if (r->marker_seen) {
-    /* The group is recorded: let the command run. */
-    static const uint8_t go[] = "start\n";
-    exec_task_write(r->task, go, sizeof(go) - 1);
-    exec_task_end_stdin(r->task);
-  }
-  if (r->marker_seen || r->marker_bad) proc_rec_notify(r);
+  if (r->marker_seen || r->marker_bad) proc_rec_notify(r); /* the start lets it run, or not */
 }
 
-static void on_task_done(void *ud, exec_result_t *result, err_t *err) {
-  proc_rec_t *r = ud;
-  r->task = NULL;
+void proc_rec_ended(proc_rec_t *r, int exit_code) {
+  r->link = NULL;
   if (r->scan.len > 0) {
     tail_accept(&r->out, r->scan.data, r->scan.len);
     buf_free(&r->scan);
   }
   r->status = r->stop_requested ? P_STOPPED : P_EXITED;
   r->has_exit_code = 1;
-  r->exit_code = result != NULL ? result->exit_code : 1;
+  r->exit_code = exit_code;
   proc_iso_now(r->ended_at);
   r->closed = 1;
-  exec_result_free(result);
-  (void)err;
   proc_rec_notify(r);
-  proc_rec_unref(r); /* the task's reference */
+  proc_rec_unref(r); /* the link's reference */
 }
 
-const exec_callbacks_t proc_task_callbacks = {.on_output = on_task_output, .on_done = on_task_done};
+void proc_rec_orphaned(proc_rec_t *r) {
+  r->link = NULL;
+  proc_rec_notify(r);
+  proc_rec_unref(r); /* the link's reference */
+}
 
 /* ---- info objects ---- */
 
@@ -273,43 +270,4 @@ napi_value proc_info_to_js(napi_env env, proc_rec_t *r) {
   if (r->has_exit_code) napi_set_named_property(env, o, "exitCode", nu_number(env, r->exit_code));
   if (r->ended_at[0]) napi_set_named_property(env, o, "endedAt", nu_string(env, r->ended_at));
   return o;
-}
-
-/* ---- small execs against the group ---- */
-
-typedef struct script_call {
-  proc_script_done_fn fn;
-  void *ud;
-} script_call_t;
-
-static void on_script_done(void *ud, exec_result_t *result, err_t *err) {
-  script_call_t *c = ud;
-  script_call_t call = *c;
-  free(c);
-  int code = result && !result->timed_out ? result->exit_code : -1;
-  call.fn(call.ud, code, result, err);
-}
-
-exec_task_t *proc_run_script(sandbox_t *sb, const char *script, const char *name, const char *a1, const char *a2,
-                             int64_t timeout_ms, proc_script_done_fn fn, void *ud, err_t *err) {
-  exec_spec_t spec;
-  memset(&spec, 0, sizeof(spec));
-  const char *argv[6] = {"sh", "-c", script, name, a1, a2};
-  script_call_t *c = malloc(sizeof(*c));
-  spec.workdir = strdup("/");
-  spec.timeout_ms = timeout_ms;
-  spec.max_output = (size_t)sb->runtime.max_output_bytes;
-  spec.kill_tree = 1;
-  if (c == NULL || spec.workdir == NULL || exec_spec_set_argv(&spec, argv, a2 ? 6 : 5) != 0) {
-    free(c);
-    exec_spec_free(&spec);
-    err_oom(err);
-    return NULL;
-  }
-  c->fn = fn;
-  c->ud = ud;
-  exec_callbacks_t cbs = {.on_done = on_script_done};
-  exec_task_t *t = exec_task_start(sb->eng, sb->container_name, &spec, &cbs, c, err);
-  if (t == NULL) free(c);
-  return t;
 }

@@ -1,18 +1,24 @@
 /*
  * proc_registry.h - the managed processes of one sandbox (shared by the proc_*.c files
- * of this layer, see proc.h).
+ * of this layer, see proc.h), and the carriers that run them.
  *
  * Owns: the registry (records in start order, attached to the sandbox with
- * sandbox_attach and freed with it), each record's output tails, and the exec task that
- * carries each process. A record lives in the registry until it is pruned (the
- * original's rule: only when the limit is reached, only finished processes whose group
- * is gone) or its start failed; operations hold a reference while they use one.
+ * sandbox_attach and freed with it), each record's output tails, and the link to what
+ * carries each process (an engine exec or an agent request). A record lives in the
+ * registry until it is pruned (the original's rule: only when the limit is reached, only
+ * finished processes whose group is gone) or its start failed; operations hold a
+ * reference while they use one.
  *
  * A process starts through the original's launcher and wrapper shell scripts: the
  * wrapper becomes a session (process group) leader with setsid, prints a marker with
- * its pid and group, and waits for "start" on stdin; the registry writes "start" only
- * once it has recorded the group. A start that is aborted or times out before then
- * closes stdin instead, so the user's command never runs.
+ * its pid and group, and waits for "start" on stdin; the start operation has "start"
+ * written once the group is recorded, if it is still in time. A start that is aborted or
+ * times out before then cuts the launch instead, so the user's command never runs.
+ *
+ * A carrier (proc_carrier_t) is how the launch runs and how its group is checked and
+ * signalled: proc_engine.c through Engine API execs and small scripts, agent_procs.c
+ * through the in-sandbox agent. The scripts, the marker, the records, starting and
+ * stopping are the same for both, so a process behaves the same whichever carries it.
  */
 #ifndef SBX_PROC_REGISTRY_H
 #define SBX_PROC_REGISTRY_H
@@ -36,6 +42,34 @@ enum { P_RUNNING = 0, P_EXITED, P_STOPPED };
 typedef struct proc_registry proc_registry_t;
 typedef struct proc_rec proc_rec_t;
 typedef struct proc_watch proc_watch_t;
+typedef struct proc_carrier proc_carrier_t;
+
+/* A group check's answer: alive 1 or 0; err set (alive -1) when it could not be made. */
+typedef void (*proc_check_done_fn)(void *ud, int alive, err_t *err);
+/* A stop's answer: gone 1 or 0; err set when it could not be carried out. */
+typedef void (*proc_stop_done_fn)(void *ud, int gone, err_t *err);
+
+struct proc_carrier {
+  const char *name;
+  /* Runs the launch `spec` (taken) for r: the output goes to proc_rec_output, the end to
+   * proc_rec_ended; r->link holds a reference on r until then. 0, or -1 with err set. */
+  int (*launch)(sandbox_t *sb, proc_rec_t *r, exec_spec_t *spec, err_t *err);
+  /* The group is recorded and the start goes on: "start" to the wrapper, then the end of
+   * its input. */
+  void (*go)(proc_rec_t *r);
+  /* Lets go of r->link (not NULL) at once: no callback after this; the launch's tree
+   * ends, as when the original killed its docker CLI child. */
+  void (*cut)(proc_rec_t *r, void *link);
+  /* `kill -0` on r's group. A handle for cancel, or NULL with err set. */
+  void *(*check_group)(proc_rec_t *r, proc_check_done_fn done, void *ud, err_t *err);
+  /* TERM to r's group, up to grace_ms for it to go, KILL, up to a second more. */
+  void *(*stop_group)(proc_rec_t *r, int64_t grace_ms, proc_stop_done_fn done, void *ud, err_t *err);
+  /* No callback of the handle's after this. NULL is fine. */
+  void (*cancel)(void *handle);
+};
+
+/* Through the Engine API (proc_engine.c). */
+extern const proc_carrier_t proc_engine_carrier;
 
 /* Someone waiting for a record to start or to close. */
 struct proc_watch {
@@ -59,14 +93,16 @@ struct proc_rec {
   char started_at[64];
   char ended_at[64];
   tail_t out, err;
-  exec_task_t *task;
+  sandbox_t *sb; /* not a reference: the sandbox owns the registry */
+  const proc_carrier_t *carrier;
+  void *link; /* what carries the launch while it runs (the carrier's), holding a reference */
   char marker_start[64]; /* "\x1eANVIA_PROCESS:<id>:" */
   size_t marker_start_len;
   buf_t scan; /* stdout held back while looking for the marker */
   int marker_seen;
   int marker_bad;
   long long pgid;
-  int closed;
+  int closed; /* the launch is over and its end known (an orphan has no link and is not closed) */
   int stop_requested;
   proc_watch_t *watchers;
 };
@@ -96,9 +132,16 @@ void proc_rec_unwatch(proc_rec_t *r, proc_watch_t *w);
 void proc_rec_notify(proc_rec_t *r);
 /* Marks the record closed by us (the stream was cut): stopped, exit code 137. */
 void proc_rec_close_killed(proc_rec_t *r);
+/* Cuts the record's link, if any (the carrier lets go; the link's reference is dropped). */
+void proc_rec_cut(proc_rec_t *r);
 
-/* The exec callbacks of a record's task: output (marker scan, tails) and its end. */
-extern const exec_callbacks_t proc_task_callbacks;
+/* What carriers report: output of the launch (stream 1 stdout, 2 stderr: the marker
+ * scan, the tails), and its end (the link is over: its reference is dropped). */
+void proc_rec_output(proc_rec_t *r, int stream, const uint8_t *data, size_t len);
+void proc_rec_ended(proc_rec_t *r, int exit_code);
+/* The link is lost but the process may live on (the agent died): the record stays
+ * running; stopping it finds its group by id. The link's reference is dropped. */
+void proc_rec_orphaned(proc_rec_t *r);
 
 /* { id, command, args, cwd?, status, exitCode?, startedAt, endedAt? } */
 napi_value proc_info_to_js(napi_env env, proc_rec_t *r);
@@ -106,11 +149,5 @@ napi_value proc_info_to_js(napi_env env, proc_rec_t *r);
 void proc_iso_now(char out[64]);
 /* A `process` error: fmt has one %s for arg. Returns -1. */
 int proc_error(err_t *err, const char *fmt, const char *arg);
-
-/* A small `sh -c script name a1 [a2]` exec against a process group; done gets its exit
- * code (-1 when it timed out or failed) and result. NULL with err set. */
-typedef void (*proc_script_done_fn)(void *ud, int exit_code, exec_result_t *r, err_t *err);
-exec_task_t *proc_run_script(sandbox_t *sb, const char *script, const char *name, const char *a1, const char *a2,
-                             int64_t timeout_ms, proc_script_done_fn fn, void *ud, err_t *err);
 
 #endif

@@ -1,7 +1,9 @@
 /*
- * proc_start.c - startProcess on the engine path (see proc.h and proc_registry.h): the
+ * proc_start.c - startProcess (see proc.h and proc_registry.h): the options, the
  * original's limit check with pruning of finished records, the launcher and wrapper
- * scripts, and the wait for the marker that records the process group.
+ * scripts, and the wait for the marker that records the process group. Which carrier
+ * runs the launch and checks groups is the operation's (the engine's, or the agent's
+ * when agent_procs.c makes it).
  *
  * Owns: a start operation owns the validated options until they move into the record,
  * its reference on the record being started, its timeout and its prune check.
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 #include "codec/paths.h"
 #include "engine/timer.h"
@@ -47,25 +50,20 @@ static const char WRAPPER[] =
     "wait \"$child\"\n"
     "exit $?";
 
-/* kill -0 on the group, as the original's group check. */
-static const char GROUP_CHECK[] = "kill -0 \"-$1\" 2>/dev/null";
-
 /* sh -c LAUNCHER launcher-name WRAPPER wrapper-name marker command args... */
 #define LAUNCH_FIXED_ARGS 7
 
 typedef struct start_op {
   op_t op;
-  char *command;
-  char **args;
-  size_t nargs;
-  char *cwd_raw;
-  char *workdir;
-  kv_list_t env;
+  proc_start_req_t req;
+  const proc_carrier_t *carrier;
   proc_rec_t *rec;
   proc_watch_t watch;
   int watching;
   sbx_timer_t *timeout;
-  exec_task_t *check; /* prune's group check */
+  uint64_t deadline_ns; /* the startup timeout, by uv_hrtime */
+  const proc_carrier_t *check_carrier;
+  void *check; /* prune's group check */
   proc_rec_t *prune_at;
 } start_op_t;
 
@@ -79,12 +77,7 @@ static void discard_record(start_op_t *op) {
   if (op->watching) proc_rec_unwatch(r, &op->watch);
   op->watching = 0;
   r->stop_requested = 1;
-  exec_task_t *task = r->task;
-  r->task = NULL;
-  if (task) {
-    exec_task_cancel(task); /* closes stdin (the wrapper exits 125) and ends the tree */
-    proc_rec_unref(r);      /* the task's reference */
-  }
+  proc_rec_cut(r); /* the wrapper never gets "start"; the launch's tree ends */
   proc_rec_remove(r);
   proc_rec_unref(r); /* ours */
   op->rec = NULL;
@@ -95,15 +88,26 @@ static void stop_timeout(start_op_t *op) {
   op->timeout = NULL;
 }
 
+static void on_start_timeout(void *ud);
+
 static void on_start_watch(proc_watch_t *w) {
   start_op_t *op = (start_op_t *)((char *)w - offsetof(start_op_t, watch));
   proc_rec_t *r = op->rec;
   err_t err;
   err_init(&err);
+  if (r->marker_seen && uv_hrtime() >= op->deadline_ns) {
+    /* The marker came in after the startup timeout, before its timer ran (both were
+     * ready in the same turn of the loop): a timeout all the same. */
+    stop_timeout(op);
+    on_start_timeout(op);
+    return;
+  }
   if (r->marker_seen) {
+    /* The group is recorded: let the command run. */
     proc_rec_unwatch(r, w);
     op->watching = 0;
     stop_timeout(op);
+    r->carrier->go(r);
     op_settle(&op->op, NULL);
     return;
   }
@@ -125,8 +129,8 @@ static void on_start_timeout(void *ud) {
   op_settle(&op->op, &err);
 }
 
-/* The launch exec: argv (the scripts, the marker, the command and its args), the
- * sandbox's env overridden by the call's, the workdir. 0, or -1 when out of memory. */
+/* The launch: argv (the scripts, the marker, the command and its args), the sandbox's
+ * env overridden by the call's, the workdir. 0, or -1 when out of memory. */
 static int launch_spec(start_op_t *op, proc_rec_t *r, exec_spec_t *spec) {
   sandbox_t *sb = op->op.sb;
   char marker[64];
@@ -145,21 +149,18 @@ static int launch_spec(start_op_t *op, proc_rec_t *r, exec_spec_t *spec) {
   /* {...configuration.env, ...options.env}: later keys win, as in the original. */
   for (size_t i = 0; rc == 0 && i < sb->env.count; i++) {
     int overridden = 0;
-    for (size_t j = 0; j < op->env.count; j++)
-      if (strcmp(op->env.items[j].key, sb->env.items[i].key) == 0) overridden = 1;
+    for (size_t j = 0; j < op->req.env.count; j++)
+      if (strcmp(op->req.env.items[j].key, sb->env.items[i].key) == 0) overridden = 1;
     if (!overridden) rc = exec_spec_add_env(spec, sb->env.items[i].key, sb->env.items[i].value);
   }
-  for (size_t i = 0; rc == 0 && i < op->env.count; i++)
-    rc = exec_spec_add_env(spec, op->env.items[i].key, op->env.items[i].value);
+  for (size_t i = 0; rc == 0 && i < op->req.env.count; i++)
+    rc = exec_spec_add_env(spec, op->req.env.items[i].key, op->req.env.items[i].value);
   if (rc != 0) {
     exec_spec_free(spec);
     return -1;
   }
-  spec->workdir = op->workdir;
-  op->workdir = NULL;
-  spec->attach_stdin = 1;
-  spec->max_output = 0;
-  spec->kill_tree = 1;
+  spec->workdir = op->req.workdir;
+  op->req.workdir = NULL;
   return 0;
 }
 
@@ -167,14 +168,16 @@ static int launch_spec(start_op_t *op, proc_rec_t *r, exec_spec_t *spec) {
 static proc_rec_t *make_record(start_op_t *op) {
   proc_rec_t *r = proc_rec_new((size_t)op->op.sb->runtime.max_output_bytes);
   if (r == NULL) return NULL;
-  r->command = op->command;
-  r->args = op->args;
-  r->nargs = op->nargs;
-  r->cwd = op->cwd_raw;
-  op->command = NULL;
-  op->args = NULL;
-  op->nargs = 0;
-  op->cwd_raw = NULL;
+  r->command = op->req.command;
+  r->args = op->req.args;
+  r->nargs = op->req.nargs;
+  r->cwd = op->req.cwd_raw;
+  op->req.command = NULL;
+  op->req.args = NULL;
+  op->req.nargs = 0;
+  op->req.cwd_raw = NULL;
+  r->sb = op->op.sb;
+  r->carrier = op->carrier;
   return r;
 }
 
@@ -202,10 +205,8 @@ static void launch(start_op_t *op) {
   /* Registered now, like the original: it counts towards the limit while it starts. */
   proc_rec_register(pm, r); /* the registry's reference; `r`'s own one is ours */
   op->rec = r;
-  proc_rec_ref(r); /* the task's */
-  r->task = exec_task_start(sb->eng, sb->container_name, &spec, &proc_task_callbacks, r, &err);
-  if (r->task == NULL) {
-    proc_rec_unref(r); /* the task's */
+  if (r->carrier->launch(sb, r, &spec, &err) != 0) {
+    exec_spec_free(&spec);
     proc_rec_remove(r);
     proc_rec_unref(r); /* ours */
     op->rec = NULL;
@@ -215,6 +216,7 @@ static void launch(start_op_t *op) {
   op->watch.fn = on_start_watch;
   proc_rec_watch(r, &op->watch);
   op->watching = 1;
+  op->deadline_ns = uv_hrtime() + (uint64_t)sb->runtime.command_timeout_ms * 1000000u;
   op->timeout = sbx_timer_start(engine_io(sb->eng), (uint64_t)sb->runtime.command_timeout_ms, on_start_timeout, op);
 }
 
@@ -227,10 +229,9 @@ static void advance_prune(start_op_t *op, proc_rec_t *r, int remove) {
   op->prune_at = next;
 }
 
-static void on_prune_check(void *ud, int code, exec_result_t *result, err_t *err) {
+static void on_prune_check(void *ud, int alive, err_t *err) {
   start_op_t *op = ud;
   op->check = NULL;
-  exec_result_free(result);
   proc_rec_t *r = op->prune_at;
   if (err != NULL) {
     proc_rec_unref(r);
@@ -238,7 +239,7 @@ static void on_prune_check(void *ud, int code, exec_result_t *result, err_t *err
     op_settle(&op->op, err);
     return;
   }
-  advance_prune(op, r, code != 0 && r->status != P_RUNNING);
+  advance_prune(op, r, !alive && r->status != P_RUNNING);
   prune_next(op);
 }
 
@@ -259,10 +260,9 @@ static void prune_next(start_op_t *op) {
       advance_prune(op, r, r->status != P_RUNNING);
       continue;
     }
-    char pg[32];
-    snprintf(pg, sizeof(pg), "%lld", r->pgid);
-    op->check = proc_run_script(sb, GROUP_CHECK, "anvia-process-group-check", pg, NULL, PROC_CHECK_TIMEOUT_MS,
-                                on_prune_check, op, &err);
+    /* Asked through this start's carrier: any carrier finds a group by its id. */
+    op->check_carrier = op->carrier;
+    op->check = op->carrier->check_group(r, on_prune_check, op, &err);
     if (op->check == NULL) {
       proc_rec_unref(r);
       op->prune_at = NULL;
@@ -273,22 +273,21 @@ static void prune_next(start_op_t *op) {
   launch(op);
 }
 
+int proc_start_refused(sandbox_t *sb, const proc_start_req_t *req, err_t *err) {
+  proc_registry_t *pm = proc_registry_of(sb);
+  if (pm == NULL) return err_oom(err);
+  if (pm->disposed) return proc_error(err, "Sandbox process manager has been disposed.%s", "");
+  for (const char *p = req->command; *p; p++)
+    if (!strchr(" \t\n\r\v\f", *p)) return 0;
+  return proc_error(err, "Sandbox process command cannot be empty.%s", "");
+}
+
 static void start_start(op_t *o) {
   start_op_t *op = (start_op_t *)o;
   proc_registry_t *pm = proc_registry_of(o->sb);
   err_t err;
   err_init(&err);
-  if (pm == NULL) {
-    err_oom(&err);
-  } else if (pm->disposed) {
-    proc_error(&err, "Sandbox process manager has been disposed.%s", "");
-  } else {
-    int blank = 1;
-    for (const char *p = op->command; *p; p++)
-      if (!strchr(" \t\n\r\v\f", *p)) blank = 0;
-    if (blank) proc_error(&err, "Sandbox process command cannot be empty.%s", "");
-  }
-  if (err_is_set(&err)) {
+  if (proc_start_refused(o->sb, &op->req, &err) != 0) {
     op_settle(o, &err);
     return;
   }
@@ -297,11 +296,15 @@ static void start_start(op_t *o) {
   prune_next(op);
 }
 
+static void cancel_check(start_op_t *op) {
+  if (op->check != NULL) op->check_carrier->cancel(op->check);
+  op->check = NULL;
+}
+
 static void start_cancel(op_t *o) {
   start_op_t *op = (start_op_t *)o;
   stop_timeout(op);
-  exec_task_cancel(op->check);
-  op->check = NULL;
+  cancel_check(op);
   if (op->prune_at) proc_rec_unref(op->prune_at);
   op->prune_at = NULL;
   if (op->rec && !op->rec->marker_seen) discard_record(op);
@@ -314,17 +317,13 @@ static napi_value start_result(op_t *o) { return proc_info_to_js(o->js->env, ((s
 static void start_destroy(op_t *o) {
   start_op_t *op = (start_op_t *)o;
   sbx_timer_cancel(op->timeout);
-  exec_task_cancel(op->check);
+  cancel_check(op);
   if (op->prune_at) proc_rec_unref(op->prune_at);
   if (op->rec) {
     if (op->watching) proc_rec_unwatch(op->rec, &op->watch);
     proc_rec_unref(op->rec);
   }
-  free(op->command);
-  args_string_array_free(op->args, op->nargs);
-  free(op->cwd_raw);
-  free(op->workdir);
-  kv_list_free(&op->env);
+  proc_start_req_free(&op->req);
 }
 
 static const op_vtable_t start_vt = {
@@ -335,42 +334,105 @@ static const op_vtable_t start_vt = {
     .destroy = start_destroy,
 };
 
-/* native.prepareStartProcess(sandbox, options): validateProcessStartOptions. */
+/*
+ * Node's TypeError for the first argument of the original's launch that held a NUL
+ * (createExecArgs: exec -i -w <dir>, "-e K=V" per entry of {...sandbox env, ...env}, the
+ * container, then sh -c <launcher> anvia-process-launcher <wrapper> anvia-managed-process
+ * <marker> <command> <args>), in *late; NULL when none. The original refused a blank
+ * command first ("Sandbox process command cannot be empty.", start_start's check, with
+ * the same blanks): then nothing is reported here. 0, or -1 when out of memory.
+ */
+static int launch_nul_error(napi_env env, sandbox_t *sb, napi_value command, const kv_list_t *envs,
+                            const nul_hit_t *args_nul, const nul_hit_t *env_nul, napi_value *late, err_t *err) {
+  *late = NULL;
+  size_t len = 0;
+  char *c = nu_strdup_len(env, command, &len);
+  if (c == NULL) return err_oom(err);
+  int blank = 1;
+  for (size_t i = 0; i < len; i++)
+    if (c[i] == '\0' || !strchr(" \t\n\r\v\f", c[i])) blank = 0;
+  free(c);
+  if (blank) return 0;
+  size_t merged = sb->env.count;
+  for (size_t i = 0; i < envs->count; i++) {
+    int overrides = 0;
+    for (size_t j = 0; j < sb->env.count; j++)
+      if (strcmp(envs->items[i].key, sb->env.items[j].key) == 0) overrides = 1;
+    merged += !overrides;
+  }
+  argv_nul_t n = {0};
+  argv_nul_note_hit(env, &n, 4 + 2 * env_nul->index + 1, env_nul);
+  size_t command_pos = 4 + 2 * merged + 1 + LAUNCH_FIXED_ARGS;
+  argv_nul_note(env, &n, command_pos, command);
+  argv_nul_note_hit(env, &n, command_pos + 1 + args_nul->index, args_nul);
+  if (!n.found) return 0;
+  *late = argv_nul_error(env, &n, err);
+  return *late ? 0 : -1;
+}
+
+void proc_start_req_free(proc_start_req_t *req) {
+  free(req->command);
+  args_string_array_free(req->args, req->nargs);
+  free(req->cwd_raw);
+  free(req->workdir);
+  kv_list_free(&req->env);
+  memset(req, 0, sizeof(*req));
+}
+
+/* validateProcessStartOptions. */
+int proc_start_req_from_js(napi_env env, sandbox_t *sb, napi_value options, proc_start_req_t *req, napi_value *late,
+                           err_t *err) {
+  memset(req, 0, sizeof(*req));
+  *late = NULL;
+  char *cwd_norm = NULL;
+  nul_hit_t args_nul = {0}, env_nul = {.base = &sb->env};
+  napi_value command = nu_get(env, options, "command");
+  napi_value cwd = nu_get(env, options, "cwd");
+  if (check_nonempty_string(env, command, "command", err) ||
+      args_string_array(env, nu_get(env, options, "args"), &req->args, &req->nargs, &args_nul, err) ||
+      (!nu_is_undefined(env, cwd) && (cwd_norm = args_sandbox_path(env, cwd, "cwd", 1, err)) == NULL) ||
+      read_string_record(env, nu_get(env, options, "env"), "env", &req->env, &env_nul, err) ||
+      check_env_not_reserved(&req->env, err) ||
+      launch_nul_error(env, sb, command, &req->env, &args_nul, &env_nul, late, err))
+    goto fail;
+  req->command = nu_strdup(env, command);
+  req->cwd_raw = nu_is_undefined(env, cwd) ? NULL : nu_strdup(env, cwd);
+  req->workdir = sandbox_container_path(sb->workdir, cwd_norm ? cwd_norm : ".", err);
+  if (err_is_set(err)) goto fail;
+  if (req->command == NULL || req->workdir == NULL || (!nu_is_undefined(env, cwd) && req->cwd_raw == NULL)) {
+    err_oom(err);
+    goto fail;
+  }
+  free(cwd_norm);
+  return 0;
+fail:
+  free(cwd_norm);
+  proc_start_req_free(req);
+  *late = NULL;
+  return -1;
+}
+
+op_t *proc_start_op(jsenv_t *js, sandbox_t *sb, proc_start_req_t *req, const proc_carrier_t *carrier) {
+  start_op_t *op = op_new(js, &start_vt, sizeof(*op), sb);
+  if (op == NULL) return NULL;
+  op->req = *req;
+  memset(req, 0, sizeof(*req));
+  op->carrier = carrier;
+  return &op->op;
+}
+
+/* native.prepareStartProcess(sandbox, options) on the engine path. */
 napi_value proc_prepare_start(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
   (void)argc;
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;
   err_t err;
   err_init(&err);
-  char **args = NULL, *cwd_norm = NULL;
-  size_t nargs = 0;
-  kv_list_t envs = {0};
-  napi_value command = nu_get(env, options, "command");
-  napi_value cwd = nu_get(env, options, "cwd");
-  if (check_nonempty_string(env, command, "command", &err) ||
-      args_string_array(env, nu_get(env, options, "args"), &args, &nargs, &err) ||
-      (!nu_is_undefined(env, cwd) && (cwd_norm = args_sandbox_path(env, cwd, "cwd", 1, &err)) == NULL) ||
-      read_string_record(env, nu_get(env, options, "env"), "env", &envs, &err)) {
-    args_string_array_free(args, nargs);
-    free(cwd_norm);
-    return nu_throw_err(jsenv_get(env), &err);
-  }
   start_op_t *op = op_prepare(env, &start_vt, sizeof(*op), sb);
-  if (op == NULL) {
-    args_string_array_free(args, nargs);
-    free(cwd_norm);
-    kv_list_free(&envs);
-    return NULL;
-  }
-  op->env = envs;
-  op->args = args;
-  op->nargs = nargs;
-  op->command = nu_strdup(env, command);
-  op->cwd_raw = nu_is_undefined(env, cwd) ? NULL : nu_strdup(env, cwd);
-  op->workdir = sandbox_container_path(sb->workdir, cwd_norm ? cwd_norm : ".", &err);
-  free(cwd_norm);
-  if (!err_is_set(&err) &&
-      (op->command == NULL || op->workdir == NULL || (!nu_is_undefined(env, cwd) && op->cwd_raw == NULL)))
-    err_oom(&err);
+  if (op == NULL) return NULL;
+  op->carrier = &proc_engine_carrier;
+  napi_value late = NULL;
+  if (proc_start_req_from_js(env, sb, options, &op->req, &late, &err) == 0 && late != NULL)
+    op_fail_at_start(&op->op, late, &err);
   return op_prepared(&op->op, &err);
 }

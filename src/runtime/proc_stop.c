@@ -1,9 +1,9 @@
 /*
  * proc_stop.c - stopProcess and the disposal of every managed process when the sandbox
  * stops or is destroyed (see proc.h and proc_registry.h): TERM to the process group, the
- * grace period, KILL, then the wait for the process's exec to end.
+ * grace period, KILL (by the record's carrier), then the wait for its launch to end.
  *
- * Owns: a termination owns its reference on the record, its timer and its stop script;
+ * Owns: a termination owns its reference on the record, its timer and its carrier's stop;
  * a stop operation owns its terminations (one, or one per record for a disposal).
  */
 #include "runtime/proc.h"
@@ -19,24 +19,6 @@
 #include "napi/opts.h"
 #include "napi/values.h"
 #include "runtime/proc_registry.h"
-
-/*
- * The original's stop in one exec: TERM to the group, wait up to the grace period for it
- * to go, KILL, wait up to a second more. Exit 0: the group is gone; 1: it is not.
- */
-static const char STOP_SCRIPT[] =
-    "pg=\"$1\"\n"
-    "n=$(( ($2 + 49) / 50 ))\n"
-    "gone() { ! kill -0 \"-$pg\" 2>/dev/null; }\n"
-    "gone && exit 0\n"
-    "kill -TERM \"-$pg\" 2>/dev/null\n"
-    "i=0\n"
-    "while [ \"$i\" -lt \"$n\" ]; do gone && exit 0; sleep 0.05; i=$((i + 1)); done\n"
-    "gone && exit 0\n"
-    "kill -KILL \"-$pg\" 2>/dev/null\n"
-    "i=0\n"
-    "while [ \"$i\" -lt 20 ]; do gone && exit 0; sleep 0.05; i=$((i + 1)); done\n"
-    "exit 1";
 
 /* A process still starting gets at most this long to end by itself. */
 #define STARTING_GRACE_MS 250
@@ -54,7 +36,8 @@ struct terminate {
   proc_watch_t watch;
   int watching;
   sbx_timer_t *timer;
-  exec_task_t *task;
+  const proc_carrier_t *carrier; /* whose stop runs */
+  void *stop;
   terminate_done_fn done;
   void *ud;
   int waiting_close_after_group; /* 1: the group is gone, waiting for the exec to end */
@@ -63,7 +46,7 @@ struct terminate {
 static void term_free(terminate_t *t) {
   if (t->watching) proc_rec_unwatch(t->rec, &t->watch);
   sbx_timer_cancel(t->timer);
-  exec_task_cancel(t->task);
+  if (t->stop != NULL) t->carrier->cancel(t->stop);
   proc_rec_unref(t->rec);
   free(t);
 }
@@ -97,9 +80,15 @@ static void on_term_close_timeout(void *ud) {
   term_finish(t, t->rec->status != P_RUNNING, NULL);
 }
 
-/* Waits up to `ms` for the record's exec to end. */
+/* Waits up to `ms` for the record's launch to end. */
 static void wait_close(terminate_t *t, uint64_t ms, int after_group) {
   if (t->rec->status != P_RUNNING || t->rec->closed) {
+    term_finish(t, 1, NULL);
+    return;
+  }
+  if (after_group && t->rec->link == NULL) {
+    /* An orphan (its agent died): the group is gone and no end will be reported. */
+    proc_rec_close_killed(t->rec);
     term_finish(t, 1, NULL);
     return;
   }
@@ -110,22 +99,12 @@ static void wait_close(terminate_t *t, uint64_t ms, int after_group) {
   t->timer = sbx_timer_start(engine_io(t->sb->eng), ms, on_term_close_timeout, t);
 }
 
-static void on_stop_script(void *ud, int code, exec_result_t *result, err_t *err) {
+static void on_stopped(void *ud, int gone, err_t *err) {
   terminate_t *t = ud;
-  t->task = NULL;
-  if (err != NULL || code == 0 || code == 1) {
-    exec_result_free(result);
-    if (err != NULL) term_finish(t, 0, err);
-    else if (code == 0) wait_close(t, PROC_CLOSE_WAIT_MS, 1); /* the group is gone */
-    else term_finish(t, 0, NULL);                             /* it is not */
-    return;
-  }
-  err_t e;
-  err_init(&e);
-  err_sandbox(&e, CODE_DOCKER_COMMAND_FAILED, "Unable to stop sandbox process: %s", t->rec->id);
-  e.exec_details = result;
-  term_finish(t, 0, &e);
-  err_clear(&e);
+  t->stop = NULL;
+  if (err != NULL) term_finish(t, 0, err);
+  else if (gone) wait_close(t, PROC_CLOSE_WAIT_MS, 1);
+  else term_finish(t, 0, NULL);
 }
 
 /* Starts terminating; `done` is always called later (never from inside this call). */
@@ -160,12 +139,9 @@ static terminate_t *terminate_start(sandbox_t *sb, proc_rec_t *r, int64_t grace_
                                on_term_close_timeout, t);
     return t;
   }
-  char pg[32], grace[32];
-  snprintf(pg, sizeof(pg), "%lld", r->pgid);
-  snprintf(grace, sizeof(grace), "%lld", (long long)grace_ms);
-  t->task = proc_run_script(sb, STOP_SCRIPT, "anvia-process-stop", pg, grace,
-                            grace_ms + PROC_CLOSE_WAIT_MS + PROC_CHECK_TIMEOUT_MS, on_stop_script, t, err);
-  if (t->task == NULL) {
+  t->carrier = r->carrier;
+  t->stop = t->carrier->stop_group(r, grace_ms, on_stopped, t, err);
+  if (t->stop == NULL) {
     proc_rec_unref(r);
     free(t);
     return NULL;

@@ -10,9 +10,10 @@
  * undefined). An entry returns what the JavaScript call returns: an operation token
  * (napi/op.h) for the asynchronous operations, a value for the registry reads.
  *
- * One table today, engine_runtime_ops (engine_table.c): the Engine API's exec and archive
- * endpoints, and the scripts the original also ran in the container. A new way of
- * carrying the operations out is one more table; a new operation is one more row in each.
+ * Two tables: engine_runtime_ops (engine_table.c), the Engine API's exec and archive
+ * endpoints and the scripts the original also ran in the container; and
+ * agent_runtime_ops (agent_table.c), the in-sandbox agent, which falls back on the first
+ * where the agent cannot run. A new operation is one more row in each.
  *
  * Owns: nothing.
  */
@@ -40,10 +41,21 @@ typedef struct runtime_ops {
   runtime_entry_fn list_processes;    /* (sandbox) -> array, synchronous */
   runtime_entry_fn process_logs;      /* (sandbox, processId, tailBytes) -> logs, synchronous */
   runtime_entry_fn wait_for_port;     /* (sandbox, options) */
+  /* (sandbox, options) -> { token, channel } and (sandbox, selection, options) -> token:
+   * tree transfers (runtime/tree.h). A table without them (NULL) uses the engine's. */
+  runtime_entry_fn import_tree;
+  runtime_entry_fn export_tree;
 } runtime_ops_t;
 
 /* The Engine API implementation (engine_table.c). */
 extern const runtime_ops_t engine_runtime_ops;
+/* Through the in-sandbox agent, the engine's implementation as fallback (agent_table.c). */
+extern const runtime_ops_t agent_runtime_ops;
+
+/* A new sandbox model (sandbox_new) for a client's transport (runtime/agent_op.h's
+ * transport_t): the agent's table, or the engine's for TRANSPORT_ENGINE. NULL when out
+ * of memory. */
+sandbox_t *sandbox_new_with_transport(engine_t *eng, int transport);
 
 /* Registers the JavaScript entry points that dispatch through a sandbox's table. */
 void runtime_register(napi_env env, napi_value exports);

@@ -16,17 +16,13 @@
  *     within its bound and without NUL;
  *   - listing records stay inside the payload and have valid names.
  *
- * Build (the lead wires it into test/fuzz/Makefile):
- *   clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
- *     -Isrc/codec -Itest/fuzz test/fuzz/fuzz_agent_wire.c src/codec/agent_wire.c \
- *     -o build-fuzz/fuzz_agent_wire
- *   build-fuzz/fuzz_agent_wire test/fuzz/corpus/agent_wire
+ * Build and run: make -C test/fuzz agent_wire; bash scripts/fuzz.sh agent_wire
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent_wire.h"
+#include "codec/agent_wire.h"
 #include "fuzz_common.h"
 
 static uint8_t out[AW_HEADER_LEN + AW_MAX_PAYLOAD + 64];

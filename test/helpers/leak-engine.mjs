@@ -7,7 +7,8 @@ const fake = await startFakeEngine();
 fake.addContainer("leak");
 fake.execProgram = (exec, input) => {
   const cmd = exec.body.Cmd ?? [];
-  if (cmd[0] === "find") return { stdout: "/workspace/a.txt\tf\t3\n/workspace/dir\td\t4096\n", exitCode: 0 };
+  // find -printf '%y\0%s\0%p\0' (runtime/listing.c)
+  if (cmd[0] === "find") return { stdout: "f\x003\x00/workspace/a.txt\x00d\x004096\x00/workspace/dir\x00", exitCode: 0 };
   if (cmd[0] === "echo") return { stdout: `${cmd.slice(1).join(" ")}\n`, exitCode: 0 };
   if (cmd[0] === "cat") return { stdout: input, exitCode: 0 };
   return { stdout: "", exitCode: 0 };

@@ -9,7 +9,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { DockerSandboxClient } from "../../lib/index.js";
 import { BUSYBOX_IMAGE, IMAGE, baseOptions, dockerExec } from "../helpers/docker.js";
 
-const client = new DockerSandboxClient();
+// The kill script is the engine path's (the agent ends trees without environments).
+const client = new DockerSandboxClient({ transport: "engine" });
 const sandboxes = [];
 after(() => Promise.allSettled(sandboxes.map((s) => s.destroy())));
 

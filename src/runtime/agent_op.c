@@ -1,0 +1,187 @@
+/*
+ * agent_op.c - the transport choice, the sandbox's agent connection, and the base of the
+ * agent operations (see agent_op.h).
+ */
+#include "runtime/agent_op.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "napi/convert.h"
+#include "napi/values.h"
+
+typedef struct agent_state {
+  transport_t transport;
+  agent_conn_t *conn;
+} agent_state_t;
+
+/* The key the state is attached to its sandbox under. */
+static const char state_key = 0;
+
+static void state_free(void *p) {
+  agent_state_t *st = p;
+  agent_conn_free(st->conn);
+  free(st);
+}
+
+static agent_state_t *state_of(sandbox_t *sb, int create) {
+  agent_state_t *st = sandbox_attached(sb, &state_key);
+  if (st != NULL || !create) return st;
+  st = calloc(1, sizeof(*st));
+  if (st == NULL) return NULL;
+  if (sandbox_attach(sb, &state_key, st, state_free) != 0) {
+    free(st);
+    return NULL;
+  }
+  return st;
+}
+
+int transport_parse(const char *name) {
+  if (name == NULL) return -1;
+  if (strcmp(name, "engine") == 0) return TRANSPORT_ENGINE;
+  if (strcmp(name, "auto") == 0) return TRANSPORT_AUTO;
+  if (strcmp(name, "agent") == 0) return TRANSPORT_AGENT;
+  return -1;
+}
+
+int sandbox_set_transport(sandbox_t *sb, transport_t t) {
+  agent_state_t *st = state_of(sb, 1);
+  if (st == NULL) return -1;
+  st->transport = t;
+  return 0;
+}
+
+transport_t sandbox_transport(const sandbox_t *sb) {
+  agent_state_t *st = sandbox_attached(sb, &state_key);
+  return st ? st->transport : TRANSPORT_ENGINE;
+}
+
+agent_conn_t *sandbox_agent(sandbox_t *sb) {
+  agent_state_t *st = state_of(sb, 1);
+  if (st == NULL) return NULL;
+  if (st->conn == NULL) st->conn = agent_conn_new(sb->eng, sb->container_name, sb->workdir, sb->readonly_rootfs);
+  return st->conn;
+}
+
+int sandbox_agent_unusable(sandbox_t *sb) {
+  agent_state_t *st = state_of(sb, 0);
+  return st != NULL && st->conn != NULL && agent_conn_unusable(st->conn);
+}
+
+void sandbox_agent_shutdown(sandbox_t *sb) {
+  agent_state_t *st = state_of(sb, 0);
+  if (st != NULL) agent_conn_shutdown(st->conn);
+}
+
+/* ---- the base ---- */
+
+void *agent_op_prepare(napi_env env, const agent_op_kind_t *kind, size_t size, sandbox_t *sb) {
+  agent_op_t *op = op_prepare(env, &kind->vt, size, sb);
+  if (op != NULL) op->kind = kind;
+  return op;
+}
+
+void agent_op_fail(agent_op_t *op, err_t *err) { op_settle(&op->op, err); }
+
+int agent_unavailable(sandbox_t *sb, const err_t *why, err_t *err) {
+  if (sandbox_transport(sb) != TRANSPORT_AGENT) return 0;
+  err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "The sandbox agent is not available: %s",
+              why && why->message ? why->message : "unknown reason");
+  return 1;
+}
+
+/* The agent cannot serve this call: the engine does (auto), or the call fails (agent). */
+static void fall_back(agent_op_t *op, const err_t *why) {
+  err_t err;
+  err_init(&err);
+  if (agent_unavailable(op->op.sb, why, &err)) {
+    op_settle(&op->op, &err);
+    return;
+  }
+  op_t *child = op->kind->fallback(op, &err);
+  if (child == NULL) {
+    if (!err_is_set(&err)) err_oom(&err);
+    op_settle(&op->op, &err);
+    return;
+  }
+  op_delegate(&op->op, child);
+}
+
+static void on_ready(agent_waiter_t *w, const err_t *err) {
+  agent_op_t *op = (agent_op_t *)((char *)w - offsetof(agent_op_t, waiter));
+  if (err != NULL) fall_back(op, err);
+  else op->kind->run(op, sandbox_agent(op->op.sb));
+}
+
+void agent_op_start(op_t *o) {
+  agent_op_t *op = (agent_op_t *)o;
+  op->started_ns = uv_hrtime();
+  agent_conn_t *c = sandbox_agent(o->sb);
+  err_t err;
+  err_init(&err);
+  if (c == NULL) {
+    err_oom(&err);
+    op_settle(o, &err);
+    return;
+  }
+  op->waiter.fn = on_ready;
+  int rc = agent_conn_when_ready(c, &op->waiter, &err);
+  if (rc == 1) op->kind->run(op, c);
+  else if (rc < 0) fall_back(op, &err);
+  err_clear(&err);
+}
+
+/* The connection if there is one (never made here). */
+static agent_conn_t *conn_of(sandbox_t *sb) {
+  agent_state_t *st = state_of(sb, 0);
+  return st ? st->conn : NULL;
+}
+
+void agent_op_cancel(op_t *o) {
+  agent_op_t *op = (agent_op_t *)o;
+  agent_conn_t *c = conn_of(o->sb);
+  if (c != NULL) agent_conn_cancel_wait(c, &op->waiter);
+  agent_req_cancel(op->req);
+  op->req = NULL;
+  op_reject_cancelled(o);
+  op_release(o);
+}
+
+void agent_op_destroy(agent_op_t *op) {
+  agent_conn_t *c = conn_of(op->op.sb);
+  if (c != NULL) agent_conn_cancel_wait(c, &op->waiter);
+  agent_req_cancel(op->req);
+  op->req = NULL;
+}
+
+void agent_failure_to_err(const err_t *fail, err_t *err) {
+  err_set(err, ERRK_SANDBOX, fail && fail->code ? fail->code : CODE_DOCKER_COMMAND_FAILED, "%s",
+          fail && fail->message ? fail->message : "The sandbox agent's connection failed.");
+}
+
+void agent_error_to_err(const aw_error_t *e, const char *what, const char *path, err_t *err) {
+  const char *p = path ? path : "";
+  switch (e->kind) {
+    case AW_E_NOT_FOUND:
+    case AW_E_NOT_DIRECTORY:
+      err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Sandbox file does not exist: %s", p);
+      break;
+    case AW_E_SYMLINK:
+      err_sandbox(err, CODE_INVALID_PATH, "Sandbox path passes through a symbolic link: %s", p);
+      break;
+    case AW_E_NOT_REGULAR:
+    case AW_E_IS_DIRECTORY:
+      err_sandbox(err, CODE_INVALID_PATH, "Sandbox path is not a regular file: %s", p);
+      break;
+    case AW_E_OUTSIDE:
+      err_sandbox(err, CODE_INVALID_PATH, "Sandbox path cannot leave the workspace: %s", p);
+      break;
+    default:
+      err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Unable to %s: %s (%s)", what, p, aw_error_name(e->kind));
+      break;
+  }
+  err_set_details(err, json_pack("{s:s, s:s, s:i, s:s%}", "agentError", aw_error_name(e->kind), "path", p, "errno",
+                                 (int)e->err, "detail", e->detail.p ? (const char *)e->detail.p : "",
+                                 (size_t)e->detail.len));
+}

@@ -1,0 +1,81 @@
+/*
+ * agent_op.h - runtime operations carried out by the sandbox's in-container agent
+ * (engine/agent_conn.h), and what they share: the sandbox's agent connection (attached to
+ * the sandbox, made at first use), the choice of transport, and the base every agent
+ * operation is built on.
+ *
+ * An agent operation is prepared from the same validated request as the engine's (the
+ * parse functions of exec_op.c, files.c, ...). When it starts it waits for the agent;
+ * then it runs there. When the agent cannot be used for this call (it cannot run in this
+ * container, or it failed to start), the operation hands its request to the engine's
+ * implementation (op_delegate) in transport "auto", or fails with a clear error in
+ * transport "agent". A failure after the request reached the agent is that call's error
+ * (a command may have run): the next call connects again.
+ *
+ * Owns: the attached state owns the connection; an operation owns its request and, while
+ * it runs, its agent request.
+ */
+#ifndef SBX_AGENT_OP_H
+#define SBX_AGENT_OP_H
+
+#include <node_api.h>
+
+#include "base/err.h"
+#include "engine/agent_conn.h"
+#include "napi/op.h"
+#include "sandbox/sandbox.h"
+
+typedef enum { TRANSPORT_ENGINE = 0, TRANSPORT_AUTO, TRANSPORT_AGENT } transport_t;
+
+/* "engine", "auto", "agent" -> the enum; -1 for anything else. */
+int transport_parse(const char *name);
+/* Sets a sandbox's transport (its creator does, from the client's choice). 0, or -1 when
+ * out of memory. */
+int sandbox_set_transport(sandbox_t *sb, transport_t t);
+transport_t sandbox_transport(const sandbox_t *sb);
+/* The sandbox's agent connection, made at first use. NULL when out of memory. */
+agent_conn_t *sandbox_agent(sandbox_t *sb);
+/* The agent has been found unusable here (no need to make an agent operation). */
+int sandbox_agent_unusable(sandbox_t *sb);
+/* Ends the sandbox's agent (stop and destroy do, first). */
+void sandbox_agent_shutdown(sandbox_t *sb);
+/* The agent cannot serve a call (`why`): 0 when the engine's implementation takes it
+ * (transport "auto"); 1 in transport "agent", with the call's docker_unavailable error
+ * ("The sandbox agent is not available: ...") set in err. */
+int agent_unavailable(sandbox_t *sb, const err_t *why, err_t *err);
+
+typedef struct agent_op agent_op_t;
+
+typedef struct agent_op_kind {
+  op_vtable_t vt; /* .start and .cancel are the base's; .result, .destroy, .control the kind's */
+  /* Starts the work on the ready connection; on failure settles the op (agent_op_fail). */
+  void (*run)(agent_op_t *op, agent_conn_t *c);
+  /* The engine's operation for the same request (its contents taken). NULL with err set. */
+  op_t *(*fallback)(agent_op_t *op, err_t *err);
+} agent_op_kind_t;
+
+struct agent_op {
+  op_t op;
+  const agent_op_kind_t *kind;
+  agent_waiter_t waiter;
+  agent_req_t *req; /* the agent request running, if any */
+  uint64_t started_ns;
+};
+
+/* The base of every agent operation's vtable. */
+void agent_op_start(op_t *o);
+void agent_op_cancel(op_t *o);
+/* What every kind's destroy calls first. */
+void agent_op_destroy(agent_op_t *op);
+/* Allocates an operation of `size` bytes (agent_op_t first) for the environment of `env`;
+ * NULL with the out-of-memory error thrown. */
+void *agent_op_prepare(napi_env env, const agent_op_kind_t *kind, size_t size, sandbox_t *sb);
+/* Settles with err, as the call's error. */
+void agent_op_fail(agent_op_t *op, err_t *err);
+/* The agent's typed error as a DockerSandboxError, for an operation on `path` (NULL when
+ * none): the engine path's messages where there is one. */
+void agent_error_to_err(const aw_error_t *e, const char *what, const char *path, err_t *err);
+/* A lost connection during a call. */
+void agent_failure_to_err(const err_t *fail, err_t *err);
+
+#endif

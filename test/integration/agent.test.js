@@ -1,0 +1,231 @@
+// The in-sandbox agent on a real engine: where it is placed (writable rootfs, read-only
+// rootfs with a non-root user, a busybox-only image), what happens when a command in the
+// sandbox kills it in the middle of a call or of a stream (a typed error for the calls in
+// flight, the next call works with a new agent, nothing of the killed command left
+// running), and an agent that lies (the engine path takes over in transport "auto"; a clear
+// error in transport "agent"). The rest of the integration suites run through the agent
+// too (the default transport is "auto"); CI runs them again with the engine path.
+import test, { after } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { DockerSandboxClient, DockerSandboxError } from "../../lib/index.js";
+import { BUSYBOX_IMAGE, baseOptions, dockerExec } from "../helpers/docker.js";
+
+const client = new DockerSandboxClient({ transport: "agent" });
+const sandboxes = [];
+after(() => Promise.allSettled(sandboxes.map((s) => s.destroy())));
+const text = (bytes) => new TextDecoder().decode(bytes);
+
+async function make(extra = {}) {
+  const sandbox = await client.createSandbox(baseOptions(extra));
+  sandboxes.push(sandbox);
+  return { sandbox, rt: sandbox.runtime, container: `anvia-sandbox-${sandbox.id}` };
+}
+
+// The processes of a container, as their command lines, seen from outside the library.
+async function processes(container) {
+  const out = await dockerExec(container, ["sh", "-c", 'for d in /proc/[0-9]*; do tr "\\000" " " < "$d/cmdline" 2>/dev/null; echo; done']);
+  return out.stdout;
+}
+
+for (const [label, extra] of [
+  ["writable rootfs, root", {}],
+  ["read-only rootfs, user 1000:1000", { user: "1000:1000", security: { readonlyRootfs: true } }],
+  ["busybox-only image, user 65534", { image: BUSYBOX_IMAGE, user: "65534:65534" }],
+]) {
+  test(`the agent is placed and serves every call: ${label}`, { timeout: 60_000 }, async () => {
+    const { rt, container } = await make(extra);
+    const r = await rt.exec({ command: "id", args: ["-u"] });
+    assert.equal(r.exitCode, 0, text(r.stderr));
+    const running = await processes(container);
+    assert.match(running, /\/\.anvia\/agent-[0-9a-f]{16} --workdir \/workspace/, "the agent runs in the container");
+    await rt.writeTextFile({ path: "d/e/f.txt", text: "agent" });
+    assert.equal(await rt.readTextFile({ path: "d/e/f.txt" }), "agent");
+    assert.deepEqual(await rt.listFiles({ path: "d/e" }), [{ path: "d/e/f.txt", type: "file", size: 5 }]);
+    // Files belong to the sandbox's user, as on the engine path.
+    const owner = await rt.exec({ command: "stat", args: ["-c", "%u", "d/e/f.txt"] });
+    assert.equal(text(owner.stdout).trim(), text(r.stdout).trim());
+  });
+}
+
+test("a command kills the agent during a call: typed errors, then a new agent serves the next call, nothing left running", { timeout: 60_000 }, async () => {
+  const { rt, container } = await make();
+  await rt.exec({ command: "true" }); // the agent is up
+  const victim = rt.exec({ command: "sh", args: ["-c", "echo started; sleep 3107"] });
+  for (let i = 0; i < 100 && !/sleep 3107/.test(await processes(container)); i++) await sleep(20);
+  // The killer's parent is the agent.
+  const killer = rt.exec({ command: "sh", args: ["-c", "kill -9 $PPID; sleep 5"] });
+  const [v, k] = await Promise.allSettled([victim, killer]);
+  for (const [name, outcome] of [["victim", v], ["killer", k]]) {
+    assert.equal(outcome.status, "rejected", `${name} ${JSON.stringify(outcome.value)}`);
+    assert.ok(outcome.reason instanceof DockerSandboxError, `${name}: ${outcome.reason}`);
+    assert.equal(outcome.reason.code, "docker_command_failed");
+    assert.match(outcome.reason.message, /agent/);
+  }
+  const next = await rt.exec({ command: "echo", args: ["again"] });
+  assert.equal(text(next.stdout), "again\n");
+  let left = "";
+  for (let i = 0; i < 100; i++) {
+    left = await processes(container);
+    if (!/sleep (3107|5)\b/.test(left)) break;
+    await sleep(50);
+  }
+  assert.doesNotMatch(left, /sleep 3107/, "the killed agent's command still runs");
+});
+
+test("a command kills the agent during a stream: the stream fails with a typed error, the next stream works", { timeout: 60_000 }, async () => {
+  const { rt, container } = await make();
+  const events = [];
+  let failure;
+  try {
+    for await (const event of rt.execStream({ command: "sh", args: ["-c", "i=0; while :; do echo line $i; i=$((i+1)); done"] })) {
+      events.push(event);
+      if (events.length === 50) await rt.exec({ command: "sh", args: ["-c", "kill -9 $PPID"] }).catch(() => {});
+    }
+  } catch (error) {
+    failure = error;
+  }
+  assert.ok(failure instanceof DockerSandboxError, String(failure));
+  assert.ok(events.length >= 50);
+  const again = [];
+  for await (const event of rt.execStream({ command: "sh", args: ["-c", "echo a; echo b"] })) again.push(event);
+  assert.equal(again.at(-1).type, "result");
+  assert.equal(again.filter((e) => e.type === "stdout").map((e) => text(e.data)).join(""), "a\nb\n");
+  let left = "";
+  for (let i = 0; i < 100; i++) {
+    left = await processes(container);
+    if (!/while :/.test(left)) break;
+    await sleep(50);
+  }
+  assert.doesNotMatch(left, /while :; do echo line/, "the streaming command still runs");
+});
+
+// A lying agent: the package's agent directory replaced by one whose "agent" prints
+// garbage instead of the protocol. Run in a child process (the directory is read at load).
+test("an agent that sends garbage: transport auto falls back to the engine path, transport agent fails clearly", { timeout: 120_000 }, (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "anvia-liar-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  for (const arch of ["x86_64", "aarch64"]) {
+    mkdirSync(join(dir, arch));
+    writeFileSync(join(dir, arch, "anvia-agent"), "#!/bin/sh\nprintf 'GARBAGE\\377\\377\\377\\377 not the protocol at all'\nsleep 2\n");
+    chmodSync(join(dir, arch, "anvia-agent"), 0o755);
+  }
+  const script = `
+    import { DockerSandboxClient } from ${JSON.stringify(fileURLToPath(new URL("../../lib/index.js", import.meta.url)))};
+    const options = ${JSON.stringify(baseOptions())};
+    const out = {};
+    for (const transport of ["auto", "agent"]) {
+      const box = await new DockerSandboxClient({ transport }).createSandbox(options);
+      try {
+        const r = await box.runtime.exec({ command: "echo", args: ["fine"] });
+        out[transport] = { ok: new TextDecoder().decode(r.stdout) };
+      } catch (e) {
+        out[transport] = { code: e.code, message: e.message };
+      } finally {
+        await box.destroy();
+      }
+    }
+    console.log(JSON.stringify(out));`;
+  const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+    env: { ...process.env, ANVIA_SANDBOX_AGENT_DIR: dir },
+    encoding: "utf8",
+    timeout: 100_000,
+  });
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout.trim().split("\n").at(-1));
+  assert.deepEqual(out.auto, { ok: "fine\n" });
+  assert.equal(out.agent.code, "docker_unavailable");
+  assert.match(out.agent.message, /^The sandbox agent is not available: /);
+});
+
+// A command that cannot start: the agent path shows what the engine path shows (runc's
+// words, exit 126 on stdout; exit 1 on stderr for a file that is no program), for exec
+// and for execStream, on the same container through both transports.
+test("commands that cannot start look the same through the agent as through the engine", { timeout: 90_000 }, async () => {
+  const { sandbox, rt } = await make();
+  const setup = await rt.exec({
+    command: "sh",
+    args: ["-c", "printf 'just text\\n' > /usr/local/bin/notprog && chmod 755 /usr/local/bin/notprog && cp /usr/local/bin/notprog /workspace/np && : > /workspace/afile"],
+  });
+  assert.equal(setup.exitCode, 0, text(setup.stderr));
+  const engine = (await new DockerSandboxClient({ transport: "engine" }).resumeSandbox({ id: sandbox.id })).runtime;
+  const cases = [
+    { command: "no-such-command-xyz" },
+    { command: "/no/such/file" },
+    { command: "/etc/hostname" },
+    { command: "/tmp" },
+    { command: "notprog" },
+    { command: "./np" },
+    { command: "true", cwd: "no/such/dir" },
+    { command: "true", cwd: "afile" },
+  ];
+  const shape = (r) => ({ exitCode: r.exitCode, stdout: text(r.stdout), stderr: text(r.stderr) });
+  async function streamed(runtime, c) {
+    const out = { stdout: "", stderr: "" };
+    for await (const e of runtime.execStream(c)) {
+      if (e.type === "result") out.exitCode = e.result.exitCode;
+      else out[e.type] += text(e.data);
+    }
+    return out;
+  }
+  for (const c of cases) {
+    const want = shape(await engine.exec(c));
+    assert.notEqual(want.exitCode, 0, JSON.stringify(c));
+    assert.deepEqual(shape(await rt.exec(c)), want, `exec ${JSON.stringify(c)}`);
+    const s = await streamed(rt, c);
+    assert.deepEqual({ exitCode: s.exitCode, stdout: s.stdout, stderr: s.stderr }, want, `execStream ${JSON.stringify(c)}`);
+  }
+});
+
+// Managed processes through the agent: started as detached agent commands. A command that
+// kills the agent does not take them with it; stopProcess still ends them (found by their
+// process group), and listing and logs stay the registry's.
+test("managed processes outlive a killed agent and are still stopped by stopProcess", { timeout: 60_000 }, async () => {
+  const { rt, container } = await make();
+  const p = await rt.startProcess({ command: "sh", args: ["-c", "echo up; exec sleep 3203"] });
+  assert.equal(p.status, "running");
+  const logs = async () => text((await rt.readProcessLogs({ processId: p.id })).stdout);
+  for (let i = 0; i < 100 && !/up/.test(await logs()); i++) await sleep(20);
+  assert.equal(await logs(), "up\n");
+  await rt.exec({ command: "sh", args: ["-c", "kill -9 $PPID"] }).catch(() => {});
+  assert.match(await processes(container), /sleep 3203/, "the managed process died with the agent");
+  assert.equal((await rt.listProcesses())[0].status, "running");
+  const stopped = await rt.stopProcess({ processId: p.id, gracePeriodMs: 2000 });
+  assert.equal(stopped.status, "stopped");
+  assert.doesNotMatch(await processes(container), /sleep 3203/);
+  const r = await rt.exec({ command: "echo", args: ["still served"] });
+  assert.equal(text(r.stdout), "still served\n");
+});
+
+// The host goes away without a word (SIGKILL): the agent sees its input end and ends the
+// commands it ran for it; managed processes live on, as they do on the engine path.
+test("when the Node process dies, the agent ends its commands and managed processes live on", { timeout: 90_000 }, async () => {
+  const { sandbox, container } = await make();
+  const script = `
+    import { DockerSandboxClient } from ${JSON.stringify(fileURLToPath(new URL("../../lib/index.js", import.meta.url)))};
+    const box = await new DockerSandboxClient({ transport: "agent" }).resumeSandbox({ id: ${JSON.stringify(sandbox.id)} });
+    await box.runtime.startProcess({ command: "sleep", args: ["3301"] });
+    box.runtime.exec({ command: "sleep", args: ["3302"] });
+    setInterval(() => {}, 1000);
+    console.log("ready");`;
+  const child = (await import("node:child_process")).spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+  await new Promise((resolve, reject) => {
+    child.stdout.on("data", (d) => /ready/.test(d) && resolve());
+    child.on("exit", (code) => reject(new Error(`child exited ${code}`)));
+  });
+  for (let i = 0; i < 100 && !/sleep 3302/.test(await processes(container)); i++) await sleep(20);
+  child.kill("SIGKILL");
+  let left = "";
+  for (let i = 0; i < 200; i++) {
+    left = await processes(container);
+    if (!/sleep 3302/.test(left)) break;
+    await sleep(50);
+  }
+  assert.doesNotMatch(left, /sleep 3302/, "the exec'd command outlived its host");
+  assert.match(left, /sleep 3301/, "the managed process died with its host");
+});
