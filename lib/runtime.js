@@ -6,6 +6,7 @@
 import { native, runNative } from "./native.js";
 import { assertNonEmptyString, assertNonNegativeSafeInteger, assertOptionsObject, invalidState } from "./util.js";
 import { DockerSandboxError, decodeUtf8 } from "./errors.js";
+import { prepareExport, prepareImport, runExport, runImport } from "./tree.js";
 
 const STREAM_HIGH_WATER = 256 * 1024;
 const STREAM_LOW_WATER = 64 * 1024;
@@ -19,6 +20,7 @@ export class SandboxRuntime {
   #activeControllers = new Set();
   #activeOperations = new Set();
   #processDisposed = false;
+  #tracked = true; // false once the native side says the sandbox has no idle limit
 
   constructor(info, state) {
     this.#info = info;
@@ -45,6 +47,8 @@ export class SandboxRuntime {
       readProcessLogs: (options) => this.readProcessLogs(options),
       stopProcess: (options) => this.stopProcess(options),
       waitForPort: (options) => this.waitForPort(options),
+      importTree: (source, options) => this.importTree(source, options),
+      exportTree: (selection, destination, options) => this.exportTree(selection, destination, options),
     };
   }
 
@@ -194,21 +198,39 @@ export class SandboxRuntime {
     return this.run(options.abortSignal, token);
   }
 
+  // Tree transfers (lib/tree.js, src/runtime/tree.h): the arguments are checked first,
+  // then the state and the signal, as for every other operation.
+  async importTree(source, options = {}) {
+    const prepared = prepareImport(this.#sandbox, source, options);
+    return this.runOperation(options.abortSignal, (signal) => runImport(prepared, source, options, signal));
+  }
+
+  async exportTree(selection, destination, options = {}) {
+    const token = prepareExport(this.#sandbox, selection, destination, options);
+    return this.runOperation(options.abortSignal, (signal) => runExport(token, selection, destination, options, signal));
+  }
+
   // runOperation of the original: state check, then abort check, then the work, which
-  // sees a signal that fires on the caller's abort or on stop/destroy.
-  async runOperation(abortSignal, operation) {
+  // sees a signal that fires on the caller's abort or on stop/destroy. Runtime operations
+  // count as activity for the idle limit (the native side tells the container, see
+  // src/lifecycle/lifetime.h); `activity` false is for the handle's own reads (stats).
+  async runOperation(abortSignal, operation, activity = true) {
     this.assertRunning();
     abortSignal?.throwIfAborted();
     const controller = new AbortController();
     const effectiveSignal = abortSignal === undefined ? controller.signal : AbortSignal.any([abortSignal, controller.signal]);
-    const execution = operation(effectiveSignal);
-    this.#activeControllers.add(controller);
-    this.#activeOperations.add(execution);
+    const tracked = activity && this.#tracked && native.sandboxActivity(this.#sandbox, 1);
+    if (activity && !tracked) this.#tracked = false;
+    let execution;
     try {
+      execution = operation(effectiveSignal);
+      this.#activeControllers.add(controller);
+      this.#activeOperations.add(execution);
       return await execution;
     } finally {
       this.#activeControllers.delete(controller);
       this.#activeOperations.delete(execution);
+      if (tracked) native.sandboxActivity(this.#sandbox, -1);
     }
   }
 
@@ -218,8 +240,8 @@ export class SandboxRuntime {
   }
 
   // Runs a prepared native token as one operation.
-  run(abortSignal, token, onEvent) {
-    return this.runOperation(abortSignal, (signal) => runNative(token, signal, onEvent));
+  run(abortSignal, token, onEvent, activity = true) {
+    return this.runOperation(abortSignal, (signal) => runNative(token, signal, onEvent), activity);
   }
 }
 

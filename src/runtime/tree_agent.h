@@ -1,0 +1,21 @@
+/*
+ * tree_agent.h - importTree and exportTree through the in-sandbox agent: the agent
+ * table's rows and the backends behind the front of tree.h (tree_agent.c says how they
+ * work), with the engine's backends (tree_engine.h) as fallback where the agent cannot run.
+ */
+#ifndef SBX_TREE_AGENT_H
+#define SBX_TREE_AGENT_H
+
+#include <node_api.h>
+#include <stddef.h>
+
+#include "runtime/tree.h"
+
+extern const tree_import_backend_t tree_agent_import_backend;
+extern const tree_export_backend_t tree_agent_export_backend;
+
+/* native.prepareImportTree(sandbox, options) and prepareExportTree(sandbox, selection, options). */
+napi_value tree_agent_prepare_import(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
+napi_value tree_agent_prepare_export(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
+
+#endif

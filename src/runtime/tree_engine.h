@@ -1,0 +1,20 @@
+/*
+ * tree_engine.h - importTree and exportTree on the engine path: the engine table's rows
+ * and the backends behind the front of tree.h (tree_engine.c says how each works and why).
+ */
+#ifndef SBX_TREE_ENGINE_H
+#define SBX_TREE_ENGINE_H
+
+#include <node_api.h>
+#include <stddef.h>
+
+#include "runtime/tree.h"
+
+extern const tree_import_backend_t tree_engine_import_backend;
+extern const tree_export_backend_t tree_engine_export_backend;
+
+/* native.prepareImportTree(sandbox, options) and prepareExportTree(sandbox, selection, options). */
+napi_value tree_engine_prepare_import(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
+napi_value tree_engine_prepare_export(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
+
+#endif

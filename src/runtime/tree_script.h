@@ -1,0 +1,101 @@
+/*
+ * tree_script.h - what both backends of importTree and exportTree (tree_engine.c,
+ * tree_agent.c) run in the sandbox, and how they read what comes back: the import and
+ * export scripts, the staging directory's name, the scripts' exit codes as the call's
+ * errors, and the export's source (the archive read as it arrives, each member handed to
+ * the front, which judges it).
+ *
+ * Owns: a tree_src_t owns its tar reader and its names.
+ */
+#ifndef SBX_TREE_SCRIPT_H
+#define SBX_TREE_SCRIPT_H
+
+#include <stddef.h>
+
+#include "base/err.h"
+#include "base/exec_result.h"
+#include "codec/tarstream.h"
+#include "engine/exec.h"
+#include "runtime/tree.h"
+
+/* What is kept of a script's stdout and stderr (for its verdict). */
+#define TREE_SCRIPT_OUTPUT 8192
+/* How long a stopped transfer may take to wind down before it is cut. */
+#define TREE_STOP_GRACE_MS 15000u
+
+/*
+ * sh -c TREE_IMPORT_SCRIPT anvia-import <workdir> <dest> <stage> <mode> <marker> [pgid]
+ * Stages an import in the hidden directory <stage> of the workspace and publishes it into
+ * <dest> without a race (tree_engine.c says how). mode:
+ *  - stream: the destination's way is checked, `tar -x` reads the archive from stdin into
+ *    the staging directory (the transport's own flow control bounds what waits), then
+ *    publish. The archive ends with a member named <marker>: a stream that stops early
+ *    never has it, and the script then removes what it extracted;
+ *  - extract: the same, reporting tar's progress on stdout (/proc/<pid>/io rchar, every
+ *    20 ms: a "0" line first) for a transport without flow control of its own;
+ *  - publish, discard, await (says "ready", then reads "publish" or anything else from
+ *    stdin: publish or discard);
+ *  - discard with <pgid>: that process group is killed first (what was left running of
+ *    an import whose transport died);
+ *  - settle <pgid>: waits (at most TREE_STOP_GRACE_MS) for that group's leader (the
+ *    script of an import whose transport died after the whole stream was handed on) to
+ *    end, then removes what it left staged. Without <pgid>, or when it does not end,
+ *    nothing is removed (the script may be publishing).
+ * Exit 90: no workdir; 91: a symbolic link (its path on stderr); 92: not a directory or
+ * cannot be made; 93: cannot be entered; 94: a directory where a file goes; 95: cannot
+ * move; 97: the stream ended before its marker; 98: tar failed (its message on stderr); 99:
+ * tar's progress cannot be read (/proc/<pid>/io), without which stdin has no bound.
+ */
+extern const char TREE_IMPORT_SCRIPT[];
+
+/*
+ * sh -c TREE_EXPORT_SCRIPT anvia-export <workdir> <kind> [path...]: the selection as a
+ * tar stream on stdout. Exit 90: no workdir; 91: a symbolic link on the way (its path on
+ * stderr); 93: cannot enter; 94: not a directory (subtree) or not a regular file (files);
+ * 96: missing.
+ */
+extern const char TREE_EXPORT_SCRIPT[];
+
+/* The last component of a path ("a/b" -> "b"). */
+const char *tree_base_name(const char *p);
+/* ".anvia-<what>.<32 hex>" into out (64 bytes is enough). 0, or -1 without randomness. */
+int tree_random_name(char *out, size_t size, const char *what);
+
+/* A script's exec spec: argv (copied), cwd "/", no timeout (the caller's signal ends a
+ * transfer), TREE_SCRIPT_OUTPUT bytes of output kept, its whole tree ended with it. 0, or
+ * -1 when out of memory. */
+int tree_script_spec(exec_spec_t *spec, const char *const *argv, size_t argc, int with_stdin);
+/* One engine exec of a script in the sandbox, as its user (exec_task_start). */
+exec_task_t *tree_run_script(sandbox_t *sb, const char *const *argv, size_t argc, int with_stdin,
+                             const exec_callbacks_t *cbs, void *ud, err_t *err);
+
+/* The import script's command line for `t` into argv (at least 10 slots): its count.
+ * `pgid` may be NULL. The strings are referenced, not copied. */
+size_t tree_import_argv(const char **argv, const tree_import_t *t, const char *stage, const char *mode,
+                        const char *marker, const char *pgid);
+/* The import script ended with exit code r->exit_code (not 0): the call's error, as the
+ * messages of writeFile put it. Takes r. `as_user`: the sandbox user is not root. */
+void tree_import_verdict(const tree_import_t *t, int as_user, exec_result_t *r, err_t *err);
+
+/* ---- export ---- */
+
+/* An archive being read for an export: its members go to the front (tree_export_entry,
+ * _data, _entry_end), named relative to `root` (the archive's top name) with `prefix` (its
+ * workspace path) in front; `shown` names it in messages. */
+typedef struct tree_src {
+  tree_export_t *x;
+  tar_reader_t *reader;
+  char *root, *prefix, *shown;
+} tree_src_t;
+
+/* A new archive (a new reader; the names copied). 0, or -1 when out of memory. */
+int tree_src_set(tree_src_t *s, tree_export_t *x, const char *root, const char *prefix, const char *shown);
+void tree_src_free(tree_src_t *s);
+/* The export script's command line for x's selection (NULL when out of memory; the array
+ * is the caller's to free, the strings are referenced), and `s` set to read what it writes.
+ * *argc is its count. */
+const char **tree_export_argv(tree_src_t *s, tree_export_t *x, size_t *argc);
+/* The export script ended with exit code r->exit_code (not 0): the call's error. Takes r. */
+void tree_export_verdict(const tree_src_t *s, exec_result_t *r, err_t *err);
+
+#endif
