@@ -106,11 +106,28 @@ export class DockerSandboxHandle {
     if (native.sandboxOwnsVolume(this.#sandbox)) {
       await attempt(() => runNative(native.prepareRemoveVolume(this.#sandbox)));
     }
+    // A fork's own image (after its container: the engine keeps an image in use).
+    const image = native.prepareRemoveOwnedImage(this.#sandbox);
+    if (image !== undefined) await attempt(() => runNative(image));
     if (failures.length > 0) {
       this.#state = "error";
       throw new AggregateError(failures, `Unable to destroy sandbox: ${this.id}`);
     }
     this.#state = "destroyed";
+  }
+
+  // One sample of the container's resource use and its workspace's disk use (native:
+  // src/lifecycle/stats.c). Not a runtime operation: it does not count as activity.
+  async stats(options = {}) {
+    const token = native.prepareStats(this.#sandbox, options);
+    return this.#runtimeImpl.run(options.abortSignal, token, undefined, false);
+  }
+
+  // A new, independent sandbox from this one's current state (native:
+  // src/lifecycle/fork.c). It counts as activity of this sandbox.
+  async fork(options = {}) {
+    const token = native.prepareFork(this.#sandbox, options);
+    return new DockerSandboxHandle(await this.#runtimeImpl.run(options.abortSignal, token));
   }
 
   async [Symbol.asyncDispose]() {

@@ -1,5 +1,6 @@
 // Public types of @anvia/sandbox: the same contract as the JS package (1.0.0-rc.10), plus the
-// `host` client option. Every options object is Readonly and takes an optional `abortSignal`.
+// `host` client option and issue 18's additions (lifetime limits, listing, pruning,
+// withSandbox, stats, fork). Every options object is Readonly and takes an optional `abortSignal`.
 // AbortSignal comes from the consumer's environment (@types/node or the DOM lib).
 
 import type { ZodType } from "zod";
@@ -50,6 +51,20 @@ export type DockerSandboxSecurity = {
   readonly addCapabilities?: readonly string[];
 };
 
+/**
+ * Limits enforced inside the container, so they hold when no client is alive (a crashed or
+ * killed Node process): past them the sandbox stops itself, and resumes like any stopped
+ * sandbox, limits included. Whole milliseconds from 1 000; a stop comes within about a
+ * second past the limit. Without any, the container is made exactly as before.
+ */
+export type DockerSandboxLifetime = {
+  /** Stop once no runtime operation (any `sandbox.runtime` call) has started or been in
+   * progress for this long. Processes the sandbox runs on its own do not count. */
+  readonly idleTimeoutMs?: number;
+  /** Stop this long after the container (re)started, however busy it is. */
+  readonly maxLifetimeMs?: number;
+};
+
 export type CreateDockerSandboxOptions = {
   readonly image: string;
   readonly workspace: DockerSandboxWorkspace;
@@ -69,6 +84,8 @@ export type CreateDockerSandboxOptions = {
   readonly directories?: readonly string[];
   /** Workspace-relative files written before the sandbox is handed back. */
   readonly files?: Readonly<Record<string, string | Uint8Array>>;
+  /** Idle and lifetime limits, kept in the container's labels. */
+  readonly lifetime?: DockerSandboxLifetime;
   readonly abortSignal?: AbortSignal;
 };
 
@@ -85,7 +102,17 @@ export type DockerSandboxClientOptions = {
    * When omitted: `DOCKER_HOST`, then the current Docker context, then the default socket.
    */
   readonly host?: string;
+  /**
+   * How runtime operations reach the sandbox. `"agent"`: through a small static agent the
+   * library places in the container (one long-lived exec, no port), about a millisecond per
+   * call; `"engine"`: through the Engine API's exec and archive endpoints, one or two round
+   * trips per call; `"auto"` (the default): the agent where it can be placed, the engine
+   * path otherwise. `ANVIA_SANDBOX_TRANSPORT` sets the default.
+   */
+  readonly transport?: DockerSandboxTransport;
 };
+
+export type DockerSandboxTransport = "auto" | "agent" | "engine";
 
 export type PullDockerImageOptions = {
   readonly image: string;
@@ -243,6 +270,93 @@ export type DockerSandboxStopProcessOptions = {
   readonly abortSignal?: AbortSignal;
 };
 
+// ---- tree transfers ----------------------------------------------------------------------------
+
+/** Per-transfer bounds; a breach stops the transfer on both sides (`quota_exceeded`, or
+ * `file_too_large` for one file), with `details` saying how far it got. */
+export type DockerSandboxTreeQuotas = {
+  /** Default 100 000. */
+  readonly maxFiles?: number;
+  /** Default: the sandbox's `runtime.maxFileBytes`. */
+  readonly maxFileBytes?: number;
+  /** Default 1 GiB. */
+  readonly maxTotalBytes?: number;
+  /** Bytes of an entry's path. Default 4096. */
+  readonly maxPathBytes?: number;
+  /** Components of an entry's path. Default 256. */
+  readonly maxDepth?: number;
+};
+
+/** Files and bytes so far; totals when they are known beforehand. */
+export type DockerSandboxTreeProgress = {
+  readonly files: number;
+  readonly directories: number;
+  readonly bytes: number;
+  readonly totalFiles?: number;
+  readonly totalBytes?: number;
+};
+
+export type DockerSandboxTreeSummary = {
+  readonly files: number;
+  readonly directories: number;
+  readonly bytes: number;
+  /** Links, devices and the like left out with `specialFiles: "skip"`. */
+  readonly skipped: number;
+  readonly durationMs: number;
+};
+
+/** An entry to import. Paths follow writeFile's rules and are relative to `options.path`;
+ * missing parent directories are created. Modes default to 0o644 and 0o755. */
+export type DockerSandboxImportEntry =
+  | { readonly kind: "directory"; readonly path: string; readonly mode?: number }
+  | {
+      readonly kind: "file";
+      readonly path: string;
+      readonly mode?: number;
+      /** Exactly the bytes `open()` yields; more or fewer fails the import (`invalid_entry`). */
+      readonly byteLength: number;
+      open(): AsyncIterable<Uint8Array> | Iterable<Uint8Array> | Promise<AsyncIterable<Uint8Array> | Iterable<Uint8Array>>;
+    }
+  | { readonly kind: "file"; readonly path: string; readonly mode?: number; readonly bytes: Uint8Array; readonly byteLength?: number };
+
+export type DockerSandboxImportTreeOptions = {
+  /** The workspace directory imported into (made if missing); the workspace by default. */
+  readonly path?: string;
+  readonly quotas?: DockerSandboxTreeQuotas;
+  /** A host directory source: links, devices, fifos and sockets are refused (default) or skipped, never followed. */
+  readonly specialFiles?: "refuse" | "skip";
+  readonly onProgress?: (progress: DockerSandboxTreeProgress) => void;
+  readonly abortSignal?: AbortSignal;
+};
+
+/** Paths stay workspace-relative: a subtree's entries start with its path. */
+export type DockerSandboxTreeSelection =
+  | { readonly kind: "workspace" }
+  | { readonly kind: "subtree"; readonly path: string }
+  | { readonly kind: "files"; readonly paths: readonly string[] };
+
+export type DockerSandboxExportEntry =
+  | { readonly kind: "directory"; readonly path: string; readonly mode: number; readonly byteLength: 0 }
+  | {
+      readonly kind: "file";
+      readonly path: string;
+      readonly mode: number;
+      readonly byteLength: number;
+      /** The file's bytes, in order, once; what is not read is skipped. */
+      readonly bytes: AsyncIterable<Uint8Array>;
+    };
+
+/** Called once per entry, in order; the next entry waits for the returned promise. */
+export type DockerSandboxExportConsumer = (entry: DockerSandboxExportEntry) => void | Promise<void>;
+
+export type DockerSandboxExportTreeOptions = {
+  readonly quotas?: DockerSandboxTreeQuotas;
+  /** Links, devices, fifos, sockets and names that are not UTF-8: refused (default) or skipped. */
+  readonly specialFiles?: "refuse" | "skip";
+  readonly onProgress?: (progress: DockerSandboxTreeProgress) => void;
+  readonly abortSignal?: AbortSignal;
+};
+
 // ---- the sandbox -------------------------------------------------------------------------------
 
 /** What agents and tools work with: every operation takes one options object. */
@@ -269,6 +383,34 @@ export interface DockerSandboxRuntime {
   readProcessLogs(options: DockerSandboxReadProcessLogsOptions): Promise<DockerSandboxProcessLogs>;
   stopProcess(options: DockerSandboxStopProcessOptions): Promise<DockerSandboxProcessInfo>;
   waitForPort(options: DockerSandboxWaitForPortOptions): Promise<DockerSandboxPublishedPort>;
+}
+
+/**
+ * Tree transfers, on every sandbox handle's runtime (`sandbox.runtime`). Apart from
+ * `DockerSandboxRuntime` (the original's interface), so code that implements that one (a
+ * stand-in handed to createDockerSandboxTools) keeps compiling.
+ */
+export interface DockerSandboxTreeTransfer {
+  /**
+   * Imports a host directory (walked incrementally; links and special files refused or
+   * skipped, never followed) or an iterable of entries, as one streamed archive written as
+   * the sandbox's user. Published only once every entry is in; nothing of a failed or
+   * aborted import is left.
+   */
+  importTree(
+    source: string | Iterable<DockerSandboxImportEntry> | AsyncIterable<DockerSandboxImportEntry>,
+    options?: DockerSandboxImportTreeOptions
+  ): Promise<DockerSandboxTreeSummary>;
+  /**
+   * Exports a selection to a host directory that must not exist yet (filled under a
+   * temporary sibling, renamed into place once everything succeeded) or to `consume(entry)`,
+   * streamed with back-pressure.
+   */
+  exportTree(
+    selection: DockerSandboxTreeSelection,
+    destination: string | DockerSandboxExportConsumer,
+    options?: DockerSandboxExportTreeOptions
+  ): Promise<DockerSandboxTreeSummary>;
 }
 
 /** At least one capability must be enabled. */
@@ -299,16 +441,115 @@ export type StopDockerSandboxOptions = {
   readonly abortSignal?: AbortSignal;
 };
 
+export type DockerSandboxStatsOptions = {
+  readonly abortSignal?: AbortSignal;
+};
+
+/** One sample, as `docker stats` computes it, plus the workspace's disk use. */
+export type DockerSandboxStats = {
+  /** When the engine took the sample (RFC 3339), or null if it did not say. */
+  readonly sampledAt: string | null;
+  /** `percent` over the last second: 100 is one CPU busy. */
+  readonly cpu: { readonly percent: number; readonly totalNs: number; readonly onlineCpus: number };
+  /** In use without the inactive page cache; `limitBytes` is the memory limit (or the host's). */
+  readonly memory: { readonly usedBytes: number; readonly limitBytes: number };
+  /** Processes (and threads) in the container, its keep-alive shell included. */
+  readonly processes: number;
+  /** Summed over the container's interfaces (all zero with network mode none). */
+  readonly network: {
+    readonly rxBytes: number;
+    readonly txBytes: number;
+    readonly rxPackets: number;
+    readonly txPackets: number;
+  };
+  /** Disk blocks in use under the workdir (`du -sk`, as the sandbox user); `complete` is
+   * false when part of it could not be read. */
+  readonly workspace: { readonly usedBytes: number; readonly complete: boolean };
+};
+
+export type ForkDockerSandboxOptions = {
+  /** The fork's id (as createSandbox's `id`); a UUID when omitted. */
+  readonly id?: string;
+  readonly abortSignal?: AbortSignal;
+};
+
 /** A live handle. `await using` destroys it (container, and an ephemeral workspace volume). */
 export interface DockerSandbox extends AsyncDisposable {
   readonly id: string;
   readonly state: DockerSandboxState;
-  readonly runtime: DockerSandboxRuntime;
+  readonly runtime: DockerSandboxRuntime & DockerSandboxTreeTransfer;
   inspector(options: DockerSandboxInspectionOptions): DockerSandboxInspector;
   /** Stops managed processes and the container; the volume is kept and the id can be resumed. */
   stop(options?: StopDockerSandboxOptions): Promise<void>;
+  /** Also removes the image a fork owns. */
   destroy(): Promise<void>;
+  /** One sample of resource use; not a runtime operation (it does not count as activity). */
+  stats(options?: DockerSandboxStatsOptions): Promise<DockerSandboxStats>;
+  /**
+   * A new, independent sandbox with this one's configuration, a copy of its workspace (as an
+   * ephemeral workspace of its own) and of its container's filesystem changes, taken while
+   * this one is paused. Counts as activity of this sandbox.
+   */
+  fork(options?: ForkDockerSandboxOptions): Promise<DockerSandbox>;
 }
+
+/** What the engine reports: a created or exited container is `stopped`. */
+export type DockerSandboxListedState = "running" | "stopped" | "paused" | "restarting" | "removing" | "dead";
+
+export type DockerSandboxSummary = {
+  readonly id: string;
+  readonly containerName: string;
+  readonly state: DockerSandboxListedState;
+  readonly image: string;
+  /** By the engine's clock, to the second; null if the engine did not say. */
+  readonly createdAt: string | null;
+  /** For an exited container: the latest time consistent with the engine's status line,
+   * which rounds (seconds under a minute, minutes under an hour, then about hours, days...). */
+  readonly stoppedAt?: string;
+  readonly exitCode?: number;
+  readonly workdir?: string;
+  /** Absent when the labels do not say (a damaged sandbox). */
+  readonly workspace?:
+    | { readonly type: "ephemeral"; readonly volume: string }
+    | { readonly type: "docker-volume"; readonly name: string };
+  /** Published on 127.0.0.1 (a running container's). */
+  readonly ports: readonly DockerSandboxPublishedPort[];
+  /** The caller's labels (none of `anvia.sandbox.*`). */
+  readonly labels: Readonly<Record<string, string>>;
+  readonly lifetime?: DockerSandboxLifetime;
+  /** The sandbox this one was forked from. */
+  readonly forkOf?: string;
+};
+
+export type ListDockerSandboxesOptions = {
+  /** Only sandboxes with every one of these labels. */
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly state?: DockerSandboxListedState;
+  readonly abortSignal?: AbortSignal;
+};
+
+/**
+ * Without `createdBeforeMs`, only stopped sandboxes go (stopped for at least `stoppedForMs`,
+ * default 0). With it alone, every sandbox created before that time goes, running ones
+ * included; with both, both must hold.
+ */
+export type PruneDockerSandboxesOptions = {
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly stoppedForMs?: number;
+  /** Milliseconds since the epoch (by the engine's clock), as Date.now(). */
+  readonly createdBeforeMs?: number;
+  /** Report what would go, remove nothing. */
+  readonly dryRun?: boolean;
+  readonly abortSignal?: AbortSignal;
+};
+
+export type DockerSandboxPruneResult = {
+  /** Removed (or, in a dry run, to be removed); `removedVolume` names the sandbox's own
+   * ephemeral volume when it went too (a docker-volume workspace never does). */
+  readonly removed: readonly (DockerSandboxSummary & { readonly removedVolume?: string })[];
+  readonly failed: readonly { readonly id: string; readonly error: DockerSandboxError }[];
+  readonly dryRun: boolean;
+};
 
 export declare class DockerSandboxClient {
   constructor(options?: DockerSandboxClientOptions);
@@ -317,6 +558,34 @@ export declare class DockerSandboxClient {
   createSandbox(options: CreateDockerSandboxOptions): Promise<DockerSandbox>;
   /** Restarts the stopped (or running) container of an existing sandbox id. */
   resumeSandbox(options: ResumeDockerSandboxOptions): Promise<DockerSandbox>;
+  /** Every sandbox on the engine, whoever made it (one request, no exec). */
+  listSandboxes(options?: ListDockerSandboxesOptions): Promise<DockerSandboxSummary[]>;
+  /** Destroys the sandboxes that match; never a caller's (docker-volume) workspace volume. */
+  pruneSandboxes(options?: PruneDockerSandboxesOptions): Promise<DockerSandboxPruneResult>;
+}
+
+/** Creates a sandbox, runs `callback` with it, always destroys it (also on throw and abort). */
+export declare function withSandbox<T>(
+  client: DockerSandboxClient,
+  options: CreateDockerSandboxOptions,
+  callback: (sandbox: DockerSandbox) => T | PromiseLike<T>
+): Promise<T>;
+
+/** The callback succeeded but destroying the sandbox failed (`cause`: why). */
+export declare class DockerSandboxCleanupError extends Error {
+  readonly sandbox: DockerSandbox;
+  readonly cleanupError: unknown;
+  /** Destroys the sandbox again. */
+  retryCleanup(): Promise<void>;
+}
+
+/** The callback failed and destroying the sandbox failed too: both are kept. */
+export declare class DockerSandboxRunError extends Error {
+  readonly sandbox: DockerSandbox;
+  readonly primaryError: unknown;
+  readonly cleanupError: unknown;
+  /** Destroys the sandbox again. */
+  retryCleanup(): Promise<void>;
 }
 
 // ---- errors ------------------------------------------------------------------------------------
@@ -333,7 +602,12 @@ export type DockerSandboxErrorCode =
   | "file_too_large"
   | "tool_policy"
   | "port"
-  | "process";
+  | "process"
+  /** A tree transfer's quota (maxFiles, maxTotalBytes, maxPathBytes, maxDepth). */
+  | "quota_exceeded"
+  /** A tree entry that cannot be transferred: a link, device, fifo or socket; bytes that
+   * differ from byteLength; a path given twice. */
+  | "invalid_entry";
 
 /** Argument shape errors are plain TypeError / RangeError; everything else is this class. */
 export declare class DockerSandboxError extends Error {

@@ -1,13 +1,25 @@
 // Type-level test: agent code written against the public types, checked by `tsc --noEmit` (see
 // test/unit/types.test.js). Nothing here runs. `// @ts-expect-error` lines prove misuse fails.
 import {
+  DockerSandboxCleanupError,
   DockerSandboxClient,
   DockerSandboxError,
+  DockerSandboxRunError,
   createDockerSandboxTools,
+  withSandbox,
   type CreateDockerSandboxOptions,
   type CreateDockerSandboxToolsOptions,
   type DockerSandbox,
   type DockerSandboxErrorCode,
+  type DockerSandboxLifetime,
+  type DockerSandboxListedState,
+  type DockerSandboxPruneResult,
+  type DockerSandboxStats,
+  type DockerSandboxSummary,
+  type DockerSandboxTransport,
+  type ForkDockerSandboxOptions,
+  type ListDockerSandboxesOptions,
+  type PruneDockerSandboxesOptions,
   type DockerSandboxExecResult,
   type DockerSandboxExecStreamEvent,
   type DockerSandboxFileEntry,
@@ -19,7 +31,17 @@ import {
   type DockerSandboxTextFilePage,
   type DockerSandboxTool,
   type DockerSandboxToolDefinition,
-  type DockerSandboxToolName
+  type DockerSandboxToolName,
+  type DockerSandboxExportConsumer,
+  type DockerSandboxExportEntry,
+  type DockerSandboxExportTreeOptions,
+  type DockerSandboxImportEntry,
+  type DockerSandboxImportTreeOptions,
+  type DockerSandboxTreeProgress,
+  type DockerSandboxTreeQuotas,
+  type DockerSandboxTreeSelection,
+  type DockerSandboxTreeSummary,
+  type DockerSandboxTreeTransfer
 } from "@anvia/sandbox";
 
 const decoder = new TextDecoder();
@@ -69,6 +91,11 @@ async function main(): Promise<void> {
   const client = new DockerSandboxClient({ host: "unix:///var/run/docker.sock" });
   const defaultClient = new DockerSandboxClient();
   void defaultClient;
+  for (const transport of ["auto", "agent", "engine"] as const satisfies readonly DockerSandboxTransport[]) {
+    void new DockerSandboxClient({ transport });
+  }
+  // @ts-expect-error an unknown transport
+  void new DockerSandboxClient({ transport: "ssh" });
   await client.pullImage({ image: "localhost:5000/anvia-test:latest" });
 
   const controller = new AbortController();
@@ -338,5 +365,124 @@ void coreTools;
 // @ts-expect-error timed_out results have no exit code
 const badResult: DockerSandboxExecResult = { ...emptyResult, status: "timed_out", exitCode: 1 };
 void badResult;
+
+// Issue 18: limits that outlive the process, listing and pruning, withSandbox, stats, fork.
+async function manySandboxes(client: DockerSandboxClient, abortSignal: AbortSignal): Promise<number> {
+  const lifetime: DockerSandboxLifetime = { idleTimeoutMs: 10 * 60_000, maxLifetimeMs: 4 * 3_600_000 };
+  const options: CreateDockerSandboxOptions = {
+    image: "anvia-sandbox/bookworm:local",
+    workspace: { type: "ephemeral" },
+    network: { mode: "none" },
+    labels: { job: "nightly" },
+    lifetime,
+    abortSignal
+  };
+  // withSandbox hands back what the callback returns.
+  const best: string = await withSandbox(client, options, async (sandbox) => {
+    const stats: DockerSandboxStats = await sandbox.stats({ abortSignal });
+    const busy = stats.cpu.percent > 50 || stats.memory.usedBytes > stats.memory.limitBytes / 2;
+    const forkOptions: ForkDockerSandboxOptions = { id: "try-a", abortSignal };
+    const attempts = await Promise.all([sandbox.fork(forkOptions), sandbox.fork()]);
+    for (const attempt of attempts) await attempt.destroy();
+    const disk: number = stats.workspace.usedBytes;
+    return `${busy} ${disk} ${stats.network.rxBytes} ${stats.processes} ${stats.sampledAt ?? "?"}`;
+  });
+  void best;
+  const state: DockerSandboxListedState = "stopped";
+  const listOptions: ListDockerSandboxesOptions = { labels: { job: "nightly" }, state, abortSignal };
+  const listed: DockerSandboxSummary[] = await client.listSandboxes(listOptions);
+  for (const summary of listed) {
+    const volume = summary.workspace?.type === "ephemeral" ? summary.workspace.volume : summary.workspace?.name;
+    const when: string | undefined = summary.stoppedAt ?? summary.createdAt ?? undefined;
+    void [volume, when, summary.ports[0]?.hostPort, summary.labels["job"], summary.lifetime?.idleTimeoutMs, summary.forkOf, summary.exitCode];
+  }
+  const pruneOptions: PruneDockerSandboxesOptions = { labels: { job: "nightly" }, stoppedForMs: 3_600_000, dryRun: true };
+  const pruned: DockerSandboxPruneResult = await client.pruneSandboxes(pruneOptions);
+  await client.pruneSandboxes({ createdBeforeMs: Date.now() - 86_400_000 });
+  for (const failure of pruned.failed) void failure.error.code;
+  try {
+    await withSandbox(client, options, async () => {
+      throw new Error("agent failed");
+    });
+  } catch (error) {
+    if (error instanceof DockerSandboxRunError) {
+      void [error.primaryError, error.cleanupError];
+      await error.retryCleanup();
+    } else if (error instanceof DockerSandboxCleanupError) {
+      void error.cleanupError;
+      await error.retryCleanup();
+    }
+  }
+  // @ts-expect-error listed states are the engine's, not the handle's
+  const wrongState: DockerSandboxListedState = "destroyed";
+  void wrongState;
+  return pruned.removed.filter((s) => s.removedVolume !== undefined).length + listed.length;
+}
+void manySandboxes;
+
+// Tree transfers (importTree / exportTree): every source, destination and option.
+async function treeTransfers(sandbox: DockerSandbox, abortSignal: AbortSignal): Promise<number> {
+  const transfer: DockerSandboxTreeTransfer = sandbox.runtime;
+  const quotas: DockerSandboxTreeQuotas = { maxFiles: 10_000, maxFileBytes: 64 << 20, maxTotalBytes: 1 << 30, maxPathBytes: 1024, maxDepth: 32 };
+  const seen: DockerSandboxTreeProgress[] = [];
+  const importOptions: DockerSandboxImportTreeOptions = {
+    path: "project",
+    quotas,
+    specialFiles: "skip",
+    onProgress: (p) => seen.push(p),
+    abortSignal
+  };
+  // A host directory, walked incrementally.
+  const fromHost: DockerSandboxTreeSummary = await transfer.importTree("./my-repo", importOptions);
+  // An array: directories, bytes held in memory, bytes streamed by open().
+  async function* chunks(): AsyncGenerator<Uint8Array> {
+    yield new Uint8Array(1024);
+    yield new Uint8Array(1024);
+  }
+  const entries: DockerSandboxImportEntry[] = [
+    { kind: "directory", path: "src", mode: 0o755 },
+    { kind: "file", path: "src/index.js", bytes: new TextEncoder().encode("console.log(1)\n") },
+    { kind: "file", path: "data/blob.bin", byteLength: 2048, mode: 0o600, open: chunks },
+    { kind: "file", path: "data/sync.bin", byteLength: 3, open: () => [new Uint8Array(3)] }
+  ];
+  await sandbox.runtime.importTree(entries);
+  // Any async iterable of entries.
+  async function* generated(): AsyncGenerator<DockerSandboxImportEntry> {
+    for (let i = 0; i < 3; i++) yield { kind: "file", path: `gen/${i}.txt`, bytes: new Uint8Array([i]) };
+  }
+  await sandbox.runtime.importTree(generated(), { path: "." });
+  // Export: to a host directory that must not exist yet, or to a consumer.
+  const exportOptions: DockerSandboxExportTreeOptions = { quotas, specialFiles: "refuse", onProgress: (p) => void p.totalFiles, abortSignal };
+  const everything: DockerSandboxTreeSelection = { kind: "workspace" };
+  await sandbox.runtime.exportTree(everything, "./out", exportOptions);
+  let bytes = 0;
+  const consume: DockerSandboxExportConsumer = async (entry: DockerSandboxExportEntry) => {
+    if (entry.kind === "file") {
+      for await (const chunk of entry.bytes) bytes += chunk.byteLength;
+    } else {
+      const none: 0 = entry.byteLength;
+      void none;
+    }
+  };
+  const summary = await sandbox.runtime.exportTree({ kind: "subtree", path: "project/src" }, consume);
+  await sandbox.runtime.exportTree({ kind: "files", paths: ["project/README.md"] }, (entry) => void entry.mode);
+  try {
+    await sandbox.runtime.importTree("./my-repo", { quotas: { maxFiles: 1 } });
+  } catch (error) {
+    if (error instanceof DockerSandboxError && (error.code === "quota_exceeded" || error.code === "invalid_entry")) void error.details;
+  }
+  // @ts-expect-error a selection names a kind
+  await sandbox.runtime.exportTree({ kind: "everything" }, "./out");
+  // @ts-expect-error a streamed file entry needs its byteLength
+  await sandbox.runtime.importTree([{ kind: "file", path: "a", open: chunks }]);
+  // @ts-expect-error specialFiles never follows links
+  await sandbox.runtime.importTree("./my-repo", { specialFiles: "follow" });
+  await sandbox.runtime.exportTree({ kind: "workspace" }, (entry) => {
+    // @ts-expect-error a directory has no bytes
+    if (entry.kind === "directory") void entry.bytes;
+  });
+  return fromHost.files + summary.bytes + bytes + seen.length + fromHost.skipped + summary.durationMs;
+}
+void treeTransfers;
 
 export { main };
