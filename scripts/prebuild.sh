@@ -9,8 +9,11 @@
 #    (node-gyp against the system's shared libraries) for this platform only, with a warning.
 #  - ANVIA_SANDBOX_PREBUILT=self-contained fails instead of falling back.
 #  - ANVIA_SANDBOX_NO_PREBUILT=1 packs none (the source build is then the only way in).
+# In every mode but the last, the in-sandbox agent too: prebuilds/agent/<arch>/anvia-agent
+# for x86_64 and aarch64 (static, scripts/build-agent.sh), which the library places in
+# sandboxes whatever platform it runs on.
 # `prebuild.sh DIR` fills DIR (absolute, or relative to the package) instead of prebuilds/:
-# test/integration/consumer.test.js packs a scratch copy of the package that way, leaving
+# test/tooling/consumer.test.js packs a scratch copy of the package that way, leaving
 # the checkout's prebuilds/ alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,3 +44,11 @@ case "$mode" in
     ;;
   *) echo "prebuild: ANVIA_SANDBOX_PREBUILT must be auto, self-contained or host (got $mode)" >&2; exit 2 ;;
 esac
+
+bash scripts/build-agent.sh --quiet >&2
+for arch in x86_64 aarch64; do
+  agent="build-agent/$arch/anvia-agent"
+  [ -x "$agent" ] || { echo "prebuild: $agent was not built (scripts/build-agent.sh)" >&2; exit 1; }
+  mkdir -p "$out/agent/$arch"
+  cp "$agent" "$out/agent/$arch/anvia-agent"
+done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes (once, cached) what test/integration/consumer.test.js runs the packed package in:
+# Makes (once, cached) what test/tooling/consumer.test.js runs the packed package in:
 #  x64    a Docker image anvia-sandbox/consumer-bullseye:<node version>: Debian bullseye
 #         minbase (glibc 2.31; no libcurl, libarchive, jansson, OpenSSL 3 or compiler) plus
 #         this machine's own Node binary and its npm, imported with `docker import`;

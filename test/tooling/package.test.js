@@ -1,12 +1,12 @@
-// The installable package: `npm pack` holds exactly what a consumer needs (with a prebuilt
-// linux-x64 binary), a fresh project installs the tarball without running any install
+// The installable package: `npm pack` holds exactly what a consumer needs (prebuilt
+// linux-x64 and linux-arm64 binaries and the in-sandbox agent for both architectures), a fresh project installs the tarball without running any install
 // script and uses it, its TypeScript type-checks against the installed types, and with
 // the prebuilt binary absent and scripts allowed the install builds from source. Loading
 // errors say what to install or how to build.
 import test from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, mkdirSync, readdirSync, rmSync, writeFileSync, unlinkSync } from "node:fs";
+import { cpSync, mkdtempSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -35,8 +35,13 @@ const EXPECTED_NON_SOURCE = [
   "package/lib/native.js",
   "package/lib/runtime.js",
   "package/lib/tools.js",
+  "package/lib/tree.js",
   "package/lib/util.js",
+  "package/lib/with-sandbox.js",
   "package/package.json",
+  "package/prebuilds/agent/aarch64/anvia-agent",
+  "package/prebuilds/agent/x86_64/anvia-agent",
+  "package/prebuilds/linux-arm64/anvia_sandbox.napi.node",
   "package/prebuilds/linux-x64/anvia_sandbox.napi.node",
   "package/scripts/install.mjs",
   "package/types/index.d.ts",
@@ -90,7 +95,11 @@ test("npm pack holds exactly the package; installed without scripts it works fro
   const files = spawnSync("tar", ["-tzf", tgz], { encoding: "utf8" }).stdout.trim().split("\n").sort();
   assert.deepEqual(files.filter((f) => !f.startsWith("package/src/")), EXPECTED_NON_SOURCE);
   const sources = files.filter((f) => f.startsWith("package/src/"));
-  const repoSources = readdirSync(join(repo, "src")).filter((f) => /\.[ch]$/.test(f)).map((f) => `package/src/${f}`).sort();
+  // Every file under src/, the agent's sources and notes included (a source build needs them).
+  const repoSources = readdirSync(join(repo, "src"), { recursive: true })
+    .filter((f) => statSync(join(repo, "src", f)).isFile())
+    .map((f) => `package/src/${f}`)
+    .sort();
   assert.deepEqual(sources, repoSources);
   assert.equal(readdirSync(repo).includes("prebuilds"), false, "postpack removed the prebuilt binary from the checkout");
 
