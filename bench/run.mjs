@@ -28,7 +28,12 @@
 //   --agent-leak-warmup N  operations before its first reading (default 10000: V8 grows
 //                        its young generation for the first few thousand)
 //   --first-call-runs N  fresh sandboxes for the agent's first-call cost (default 8)
-//   --no-extras          skip the stream, first-call, event-loop and leak measurements
+//   --tree-files N       files of the treeImport/treeExport tree (default 2000);
+//   --tree-mib N         its size in MiB (default 50); --tree-runs N (default 3);
+//   --tree-loop-concurrency N  writeFile/readFile calls in flight in the loop (default 1);
+//   --tree-loop-runs N   runs that include the loop (the first N; default all: a plain
+//                        loop takes minutes per run)
+//   --no-extras          skip the stream, first-call, event-loop, leak and tree measurements
 //   --smoke              one run of everything with tiny sizes (used by the tests)
 //   --out FILE           write the JSON there (default bench/results/<date>.json and
 //                        bench/results/latest.json)
@@ -63,7 +68,7 @@ const OPERATIONS = [
   ["stopProcess", "stopProcess", 20],
   ["waitForPort", "waitForPort (listening)", 30],
 ];
-const EXTRAS = ["execStream", "eventLoopDelay", "leak", "agentLeak", "agentFirstCall"];
+const EXTRAS = ["execStream", "eventLoopDelay", "leak", "agentLeak", "agentFirstCall", "treeImport", "treeExport"];
 // The columns. "agent" and "engine" are both this package (its public API), through a
 // client with transport "agent" and one with transport "engine".
 const IMPLS = ["agent", "engine", "cli", "dockerode"];
@@ -98,6 +103,11 @@ function parseArgs(argv) {
     agentLeakOps: 10000,
     agentLeakWarmup: 10000,
     firstCallRuns: 8,
+    treeFiles: 2000,
+    treeMiB: 50,
+    treeRuns: 3,
+    treeLoopConcurrency: 1,
+    treeLoopRuns: undefined,
     extras: true,
     smoke: false,
     out: undefined,
@@ -146,6 +156,11 @@ function parseArgs(argv) {
       case "--agent-leak-ops": o.agentLeakOps = Math.max(1, Math.round(num(next(), arg))); break;
       case "--agent-leak-warmup": o.agentLeakWarmup = Math.round(num(next(), arg)); break;
       case "--first-call-runs": o.firstCallRuns = Math.max(1, Math.round(num(next(), arg))); break;
+      case "--tree-files": o.treeFiles = Math.max(1, Math.round(num(next(), arg))); break;
+      case "--tree-mib": o.treeMiB = Math.max(1, num(next(), arg)); break;
+      case "--tree-runs": o.treeRuns = Math.max(1, Math.round(num(next(), arg))); break;
+      case "--tree-loop-concurrency": o.treeLoopConcurrency = Math.max(1, Math.round(num(next(), arg))); break;
+      case "--tree-loop-runs": o.treeLoopRuns = Math.round(num(next(), arg)); break;
       case "--no-extras": o.extras = false; break;
       case "--smoke": o.smoke = true; break;
       case "--out": o.out = path.resolve(next()); break;
@@ -179,6 +194,9 @@ function parseArgs(argv) {
       agentLeakOps: Math.min(o.agentLeakOps, 20),
       agentLeakWarmup: Math.min(o.agentLeakWarmup, 4),
       firstCallRuns: 1,
+      treeFiles: Math.min(o.treeFiles, 20),
+      treeMiB: Math.min(o.treeMiB, 1),
+      treeRuns: 1,
     });
   }
   return o;
@@ -858,6 +876,38 @@ async function main() {
       } catch (error) {
         failed("agentLeak", error);
       }
+      // ---------------------------------------------------------- tree transfers
+      // Before the event-loop test, on a sandbox of their own (no network).
+      const directions = [wantExtra("treeImport") && "import", wantExtra("treeExport") && "export"].filter(Boolean);
+      if (directions.length > 0) try {
+        const { benchTree } = await import("./tree.mjs");
+        // The engine transport, named: the transfer and its baselines on the engine path.
+        const sandbox = track(await enginePath.createSandbox({ image: IMAGE, id: newSandboxId("tree") }));
+        try {
+          result.extras.tree = await benchTree({
+            files: o.treeFiles,
+            totalBytes: Math.round(o.treeMiB * 1024 * 1024),
+            runs: o.treeRuns,
+            warmup: Math.min(o.warmup, 1),
+            loopConcurrency: o.treeLoopConcurrency,
+            loopRuns: o.treeLoopRuns ?? o.treeRuns,
+            directions,
+            sandbox,
+            log,
+            summarize,
+            pairRatios,
+          });
+        } finally {
+          await destroyTracked(sandbox);
+        }
+        for (const dir of ["import", "export"]) {
+          const d = result.extras.tree[dir];
+          if (d) log(`tree ${dir}: package ${fmtMs(d.package.median)} ms, loop ${d.loop.n ? fmtMs(d.loop.median) : "-"} ms, docker cp ${fmtMs(d.cp.median)} ms (loop/pkg ${fmtX(d.ratios.loopOverPackage.median)}, cp/pkg ${fmtX(d.ratios.cpOverPackage.median)})`);
+        }
+      } catch (error) {
+        failed("tree", error);
+      }
+
       // ---------------------------------------------------------- event-loop delay
       // A fresh histogram per round: a re-enabled one would record the whole time it was
       // disabled as one delay (it keeps the timestamp of its last sample).
@@ -1116,6 +1166,16 @@ function evaluateTargets(result) {
     const e = ex.eventLoopDelay.engine;
     add(`engine: event-loop delay p99, ${ex.eventLoopDelay.concurrency} execs at once`, "< 5 ms", `${e.p99Ms.toFixed(2)} ms`, e.p99Ms < 5, `worst of ${ex.eventLoopDelay.rounds} rounds; median round ${e.medianRoundP99Ms.toFixed(2)} ms; max ${e.maxMs.toFixed(1)} ms; control (engine busy, loop idle) ${ex.eventLoopDelay.busyEngineIdleLoop?.p99Ms.toFixed(2)} ms`);
   }
+  for (const dir of ["import", "export"]) {
+    const d = ex.tree?.[dir];
+    if (!d) continue;
+    const what = `tree ${dir} (${ex.tree.config.files} files, ${(ex.tree.config.bytes / 2 ** 20).toFixed(0)} MiB)`;
+    const l = d.ratios.loopOverPackage;
+    const c = d.ratios.cpOverPackage;
+    const ci = (r) => (Number.isFinite(r.ci95[0]) ? `95% CI ${fmtX(r.ci95[0])}..${fmtX(r.ci95[1])}` : `pairs ${r.pairs.map(fmtX).join(", ")}`);
+    if (l.n > 0) add(`${what} vs ${ex.tree.config.loopConcurrency === 1 ? "a" : `a ${ex.tree.config.loopConcurrency}-wide`} ${dir === "import" ? "writeFile" : "readFile"} loop`, ">= 20x faster", fmtX(l.median), l.median >= 20, ci(l));
+    add(`${what} vs docker cp`, "no slower (>= 1.00x)", fmtX(c.median), c.median >= 1, ci(c));
+  }
   if (ex.leak) {
     const l = ex.leak;
     add(`engine: RSS growth after ${l.execs} execs`, "< 5 MiB", `${(l.rssGrowthBytes / 2 ** 20).toFixed(2)} MiB`, l.rssGrowthBytes < 5 * 2 ** 20, `heap ${(l.heapGrowthBytes / 2 ** 20).toFixed(2)} MiB`);
@@ -1233,6 +1293,19 @@ function renderTable(result) {
   if (ex.execStream) {
     const s = ex.execStream;
     lines.push(`execStream ${s.bytes / 2 ** 20} MiB (median of ${s.runs}): ${IMPLS.map((impl) => `${IMPL_LABEL[impl]} ${s[impl].median.toFixed(0)} MiB/s`).join(", ")}`);
+  }
+  if (ex.tree) {
+    const t = ex.tree;
+    lines.push(`tree transfers: ${t.config.files} files, ${(t.config.bytes / 2 ** 20).toFixed(1)} MiB, ${t.config.runs} runs (${t.config.loopRuns} with the loop), median / p95 ms (loop: ${t.config.loopConcurrency} call${t.config.loopConcurrency === 1 ? "" : "s"} in flight):`);
+    for (const dir of ["import", "export"]) {
+      const d = t[dir];
+      if (!d) continue;
+      const cell = (x) => (x.n ? `${fmtMs(x.median)} / ${fmtMs(x.p95)}` : "-");
+      lines.push(
+        `  ${dir.padEnd(6)}  this package ${cell(d.package)}, ${dir === "import" ? "writeFile" : "readFile"} loop ${cell(d.loop)}, docker cp ${cell(d.cp)}; ` +
+          `loop/pkg ${fmtX(d.ratios.loopOverPackage.median)}, cp/pkg ${fmtX(d.ratios.cpOverPackage.median)} (pairs)`,
+      );
+    }
   }
   if (ex.eventLoopDelay) {
     const e = ex.eventLoopDelay;

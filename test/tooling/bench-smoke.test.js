@@ -1,4 +1,5 @@
-// The benchmark cannot rot: one run of every operation, three ways, with tiny sizes,
+// The benchmark cannot rot: one run of every operation, four ways (the agent and engine
+// transports, the docker CLI path, dockerode), with tiny sizes,
 // against the real engine. It asserts that the run completes and writes a well-formed
 // result, never a time.
 import test from "node:test";
@@ -28,7 +29,10 @@ const OPERATIONS = [
   "stopProcess",
   "waitForPort",
 ];
-const IMPLS = ["package", "cli", "dockerode"];
+const IMPLS = ["agent", "engine", "cli", "dockerode"];
+const RATIOS = ["cliOverEngine", "dockerodeOverEngine", "engineOverAgent", "cliOverAgent"];
+// One target per line of bench/README.md's table, tree transfers included.
+const TARGETS = 22;
 
 test("npm run bench, smoke-sized: completes and writes a well-formed JSON result", { timeout: 600_000 }, async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), "anvia-bench-smoke-"));
@@ -48,7 +52,7 @@ test("npm run bench, smoke-sized: completes and writes a well-formed JSON result
   assert.equal(code, 0, `bench exited with ${code}\n--- stdout\n${stdout}\n--- stderr\n${stderr}`);
 
   // The terminal table.
-  assert.match(stdout, /operation\s+runs\s+this package\s+docker CLI\s+dockerode/);
+  assert.match(stdout, /operation\s+runs\s+this package\s+docker CLI\s+dockerode\s+CLI\/engine\s+dockerode\/engine\s+engine\/agent\s+CLI\/agent/);
   assert.match(stdout, /targets \(reported, not asserted\)/);
 
   const result = JSON.parse(await readFile(out, "utf8"));
@@ -72,12 +76,12 @@ test("npm run bench, smoke-sized: completes and writes a well-formed JSON result
       }
       assert.equal(op.samplesMs[impl].length, 1, `${key}.samplesMs.${impl}`);
     }
-    for (const ratio of ["cliOverPackage", "dockerodeOverPackage"]) {
+    for (const ratio of [...RATIOS, "cliOverPackage", "dockerodeOverPackage"]) {
       assert.ok(Number.isFinite(op.ratios[ratio].median) && op.ratios[ratio].median > 0, `${key}.ratios.${ratio}`);
     }
   }
 
-  const { execStream, eventLoopDelay, leak } = result.extras;
+  const { execStream, eventLoopDelay, leak, agentLeak, agentFirstCall, tree } = result.extras;
   for (const impl of IMPLS) {
     assert.ok(execStream[impl].median > 0, `execStream.${impl}`);
     assert.ok(Number.isFinite(eventLoopDelay[impl].p99Ms), `eventLoopDelay.${impl}.p99Ms`);
@@ -85,14 +89,28 @@ test("npm run bench, smoke-sized: completes and writes a well-formed JSON result
   }
   assert.ok(leak.execs > 0 && Number.isInteger(leak.before.openFds) && Number.isInteger(leak.after.openFds));
   assert.ok(leak.before.rssBytes > 0 && leak.after.rssBytes > 0);
+  // The agent's own measurements: its leak run reads the agent process in the container,
+  // and its first call is measured against the engine client's on fresh sandboxes.
+  assert.equal(agentLeak.transport, "agent");
+  assert.ok(agentLeak.operations > 0 && Number.isInteger(agentLeak.before.openFds) && Number.isInteger(agentLeak.after.openFds));
+  assert.ok(agentLeak.agentProcess.before.vmRssKiB > 0 && agentLeak.agentProcess.after.vmRssKiB > 0, "the agent's VmRSS");
+  assert.equal(agentLeak.agentProcess.samePid, true, "one agent served the whole leak run");
+  for (const impl of ["agent", "engine"]) {
+    assert.equal(agentFirstCall[impl].firstExecMs.n, agentFirstCall.runs, `agentFirstCall.${impl}`);
+    assert.ok(Number.isFinite(agentFirstCall[impl].oneTimeMs.median), `agentFirstCall.${impl}.oneTimeMs`);
+  }
+  for (const dir of ["import", "export"]) {
+    assert.ok(tree[dir].package.n > 0 && tree[dir].cp.n > 0, `tree.${dir}`);
+    assert.ok(Number.isFinite(tree[dir].ratios.cpOverPackage.median), `tree.${dir}.ratios`);
+  }
 
   assert.deepEqual(
     result.targets.map((x) => typeof x.pass),
     result.targets.map(() => "boolean"),
   );
-  assert.equal(result.targets.length, 7);
+  assert.equal(result.targets.length, TARGETS, result.targets.map((x) => x.name).join("\n"));
 
-  // Every sandbox the three paths created is gone.
+  // Every sandbox the four columns created is gone.
   const left = await labelledLeftovers();
   const ours = (name) => name.includes(`anvia-sandbox-${prefix}-`);
   assert.deepEqual(left.containers.filter(ours), []);
