@@ -6,8 +6,9 @@
  *
  * The result is the engine path's: the first maxOutputBytes of each stream with the
  * truncation flags, the exit code (128 + signal for a signal death, as Docker reports it),
- * "timed_out". A command that cannot start is what Docker (runc) makes of it: exit 126 and
- * runc's message on stdout (exit 1 and a message on stderr for a file that is no program).
+ * "timed_out". A command that cannot start is what the engine makes of it: on Docker (runc)
+ * exit 126 and runc's message on stdout, on Podman exit 125-127 and its wrapping of the
+ * same message on stderr (exit 1 and a message on stderr for a file that is no program).
  *
  * Owns: the spec (until the agent request is made, or the engine fallback takes it), the
  * result being collected, and the credit held back while paused.
@@ -81,18 +82,20 @@ static void emit_output(agent_exec_op_t *op, int stream, const uint8_t *data, si
 static double elapsed_ms(agent_exec_op_t *op) { return (double)(uv_hrtime() - op->base.started_ns) / 1e6; }
 
 /* What the engine path shows when the command cannot start, one row per case of
- * PROTOCOL.md "Engine parity" (Docker 20.10 with runc; the wording is runc's). Each
- * "%s" is filled in order from the row's arguments. */
+ * PROTOCOL.md "Engine parity". Docker 20.10 with runc: the message on stdout, exit 126.
+ * The runtime's own words are the same on Podman; only its wrapping differs (see
+ * podman_failure). Each "%s" is filled in order from the row's arguments. */
 #define OCI "OCI runtime exec failed: exec failed: unable to start container process: "
-static const char NOT_ON_PATH[] = OCI "exec: \"%s\": executable file not found in $PATH: unknown\r\n";
-static const char NO_FILE[] = OCI "exec: \"%s\": stat %s: no such file or directory: unknown\r\n";
-static const char NO_PERMISSION[] = OCI "exec: \"%s\": permission denied: unknown\r\n";
-static const char OTHER_EXEC[] = OCI "exec: \"%s\": %s: unknown\r\n";
-static const char CWD_MISSING[] = OCI "chdir to cwd (\"%s\") set in config.json failed: %s: unknown\r\n";
-static const char CWD_NOT_DIR[] = OCI
-    "chdir to cwd (\"%s\") set in config.json failed: not a directory: unknown: Are you trying to mount a "
-    "directory onto a file (or vice-versa)? Check if the specified host path exists and is the expected type\r\n";
-static const char FORMAT_ERROR[] = "exec %s: exec format error\n"; /* exit 1, on stderr */
+static const char NOT_ON_PATH[] = "exec: \"%s\": executable file not found in $PATH";
+static const char NO_FILE[] = "exec: \"%s\": stat %s: no such file or directory";
+static const char NO_PERMISSION[] = "exec: \"%s\": permission denied";
+static const char OTHER_EXEC[] = "exec: \"%s\": %s";
+static const char CWD_FAILED[] = "chdir to cwd (\"%s\") set in config.json failed: %s";
+static const char DOCKER_FORM[] = OCI "%s: unknown\r\n";
+static const char DOCKER_CWD_NOT_DIR[] = OCI
+    "%s: unknown: Are you trying to mount a directory onto a file (or vice-versa)? Check if the specified host "
+    "path exists and is the expected type\r\n";
+static const char FORMAT_ERROR[] = "exec %s: exec format error\n"; /* exit 1, on stderr, on both engines */
 #undef OCI
 
 /* An errno as runc (Go) spells it: the C text with a lower-case first letter
@@ -103,17 +106,36 @@ static const char *go_strerror(int err, char *buf, size_t size) {
   return buf;
 }
 
+/* Podman 4.3 (runc): the runtime's message goes through libpod's getOCIRuntimeError,
+ * which sorts it by its words into one of three errors, each with its exit code, and the
+ * compat API writes "Error: <runtime>: <message>: <error>" on stderr. The runtime's name is
+ * "runc", the runtime Podman runs on Debian. */
+static int podman_failure(const char *detail, char *msg, size_t size) {
+  const char *suffix = "OCI runtime error";
+  int code = 125;
+  if (strstr(detail, "permission denied") || strstr(detail, "operation not permitted")) {
+    suffix = "OCI permission denied";
+    code = 126;
+  } else if (strstr(detail, "executable file not found in") || strstr(detail, "no such file or directory")) {
+    suffix = "OCI runtime attempted to invoke a command that was not found";
+    code = 127;
+  }
+  snprintf(msg, size, "Error: runc: exec failed: unable to start container process: %s: %s\n", detail, suffix);
+  return code;
+}
+
 static void spawn_failure(agent_exec_op_t *op, const aw_error_t *e) {
-  char msg[1024];
+  char msg[1400];
+  char detail[1100];
   char path[512];
   char why[128];
   const char *cmd = op->spec.argc > 0 ? op->spec.argv[0] : "";
   const char *cwd = op->spec.workdir ? op->spec.workdir : "";
   int err = e->err ? e->err : EIO;
   int stream = 1, code = 126;
+  int podman = engine_info(op->base.op.sb->eng).kind == ENGINE_PODMAN;
   if (e->stage == AW_STAGE_CWD) {
-    if (err == ENOTDIR) snprintf(msg, sizeof(msg), CWD_NOT_DIR, cwd);
-    else snprintf(msg, sizeof(msg), CWD_MISSING, cwd, go_strerror(err, why, sizeof(why)));
+    snprintf(detail, sizeof(detail), CWD_FAILED, cwd, go_strerror(err, why, sizeof(why)));
   } else if (err == ENOEXEC) {
     /* The shell-less exec of a file that is not a program: the path PATH found, if any. */
     size_t n = 0;
@@ -127,13 +149,20 @@ static void spawn_failure(agent_exec_op_t *op, const aw_error_t *e) {
     stream = 2;
     code = 1;
   } else if (err == ENOENT && (e->value & AW_SPAWN_SEARCHED)) {
-    snprintf(msg, sizeof(msg), NOT_ON_PATH, cmd);
+    snprintf(detail, sizeof(detail), NOT_ON_PATH, cmd);
   } else if (err == ENOENT) {
-    snprintf(msg, sizeof(msg), NO_FILE, cmd, cmd);
+    snprintf(detail, sizeof(detail), NO_FILE, cmd, cmd);
   } else if (err == EACCES) {
-    snprintf(msg, sizeof(msg), NO_PERMISSION, cmd);
+    snprintf(detail, sizeof(detail), NO_PERMISSION, cmd);
   } else {
-    snprintf(msg, sizeof(msg), OTHER_EXEC, cmd, go_strerror(err, why, sizeof(why)));
+    snprintf(detail, sizeof(detail), OTHER_EXEC, cmd, go_strerror(err, why, sizeof(why)));
+  }
+  if (code != 1 && podman) {
+    code = podman_failure(detail, msg, sizeof(msg));
+    stream = 2;
+  } else if (code != 1) {
+    int cwd_not_dir = e->stage == AW_STAGE_CWD && err == ENOTDIR;
+    snprintf(msg, sizeof(msg), cwd_not_dir ? DOCKER_CWD_NOT_DIR : DOCKER_FORM, detail);
   }
   head_collector_accept(stream == 2 ? &op->result->err : &op->result->out, (const uint8_t *)msg, strlen(msg));
   emit_output(op, stream, (const uint8_t *)msg, strlen(msg));
