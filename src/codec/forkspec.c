@@ -28,6 +28,25 @@ static int set_str(json_t *obj, const char *key, const char *value) {
   return json_object_set_new(obj, key, json_string(value));
 }
 
+/* The fork's ports are new host ports: every binding keeps its address (127.0.0.1) and
+ * asks for any free port. Docker's inspection keeps the request as made (an empty
+ * HostPort); Podman's reports the port it chose, which the parent holds. */
+static int fresh_host_ports(json_t *host) {
+  json_t *bindings = json_object_get(host, "PortBindings");
+  const char *port;
+  json_t *list;
+  if (!json_is_object(bindings)) return 0;
+  json_object_foreach(bindings, port, list) {
+    size_t i;
+    json_t *b;
+    if (!json_is_array(list)) continue;
+    json_array_foreach(list, i, b) {
+      if (json_is_object(b) && json_object_set_new(b, "HostPort", json_string("")) != 0) return -1;
+    }
+  }
+  return 0;
+}
+
 json_t *forkspec_container(json_t *ins, const fork_names_t *n, err_t *err) {
   json_t *config = json_object_get(ins, "Config");
   json_t *hc_in = json_object_get(ins, "HostConfig");
@@ -53,6 +72,7 @@ json_t *forkspec_container(json_t *ins, const fork_names_t *n, err_t *err) {
                                           "Tmpfs"};
   for (size_t i = 0; rc == 0 && i < sizeof(host_keys) / sizeof(host_keys[0]); i++)
     rc = copy_field(host, hc_in, host_keys[i]);
+  if (rc == 0) rc = fresh_host_ports(host);
   if (rc == 0) {
     rc = set_str(labels, LABEL_ID, n->fork_id) | set_str(labels, LABEL_WS_TYPE, "ephemeral") |
          set_str(labels, LABEL_WS_VOLUME, n->volume) | set_str(labels, LABEL_FORK_IMAGE, n->image) |

@@ -226,7 +226,9 @@ static int read_entry(json_t *c, sandbox_summary_t *s) {
   if (lifetime_from_labels(labels, &s->lifetime, &ignored) != 0) s->lifetime.idle_ms = s->lifetime.max_ms = 0;
   err_clear(&ignored);
   if (user_labels(labels, &s->labels) != 0) return -1;
-  if (published(json_object_get(c, "Ports"), s) != 0) return -1;
+  /* Ports in effect: a container that does not run has none (Docker lists none for it;
+   * Podman lists the bindings it would make, with the host ports of its last run). */
+  if (s->state != SBX_STOPPED && s->state != SBX_DEAD && published(json_object_get(c, "Ports"), s) != 0) return -1;
   return 1;
 }
 

@@ -22,9 +22,18 @@ static void read_cpu(json_t *j, sbx_stats_t *out) {
   out->online_cpus = (uint32_t)online;
   uint64_t total = out->cpu_total_ns, pre_total = u64(pre_usage, "total_usage");
   uint64_t sys = u64(cpu, "system_cpu_usage"), pre_sys = u64(pre, "system_cpu_usage");
+  out->system_ns = sys;
   if (json_is_object(pre_usage) && pre_total > 0 && sys > pre_sys && total >= pre_total && online > 0) {
     out->cpu_known = 1;
     out->cpu_percent = (double)(total - pre_total) / (double)(sys - pre_sys) * (double)online * 100.0;
+  }
+}
+
+void stats_cpu_between(const sbx_stats_t *a, sbx_stats_t *b) {
+  if (a->cpu_total_ns > 0 && b->system_ns > a->system_ns && b->cpu_total_ns >= a->cpu_total_ns && b->online_cpus > 0) {
+    b->cpu_known = 1;
+    b->cpu_percent = (double)(b->cpu_total_ns - a->cpu_total_ns) / (double)(b->system_ns - a->system_ns) *
+                     (double)b->online_cpus * 100.0;
   }
 }
 

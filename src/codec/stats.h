@@ -23,6 +23,7 @@ typedef struct sbx_stats {
   int cpu_known; /* both samples present and the system time advanced */
   double cpu_percent;
   uint64_t cpu_total_ns;
+  uint64_t system_ns; /* the host's CPU time at the sample (system_cpu_usage), 0 when missing */
   uint32_t online_cpus;
   uint64_t mem_used, mem_limit;
   int64_t pids; /* -1 when not reported */
@@ -31,6 +32,11 @@ typedef struct sbx_stats {
 
 /* 0, or -1 with err set (docker_command_failed) when the reply is not a JSON object. */
 int stats_parse(const uint8_t *body, size_t len, sbx_stats_t *out, err_t *err);
+
+/* The CPU use between two one-reading samples of the same container, `a` taken before
+ * `b` (an engine whose stream=false reply has no previous reading: Podman), set in `b`
+ * as read_cpu sets it from a reply's two readings. */
+void stats_cpu_between(const sbx_stats_t *a, sbx_stats_t *b);
 
 /* `du -sk` output ("<KiB>\t<dir>\n"; the last line counts when there are several) ->
  * bytes. 0, or -1 when no such line is there. */

@@ -11,7 +11,9 @@
  * (one exec, ~0.1 s plus the walk of the workspace's tree: disk blocks in use, hard links
  * counted once; a directory the user cannot read is left out and `complete` says so).
  * No engine call gives one volume's size cheaply: GET /system/df sizes every volume,
- * image and container on the engine.
+ * image and container on the engine. Podman's stream=false reply has one reading only
+ * (no precpu_stats): the request is then made again a second later, and the CPU use is
+ * the one between the two replies, as Docker's would be.
  */
 #include "lifecycle/stats.h"
 
@@ -20,17 +22,22 @@
 
 #include "codec/stats.h"
 #include "engine/exec.h"
+#include "engine/timer.h"
 #include "napi/convert.h"
 #include "napi/op.h"
 #include "napi/values.h"
 
 #define MAX_STATS_BYTES (1024u * 1024)
+#define RESAMPLE_MS 1000 /* between the two requests when the engine gave one reading */
 
 typedef struct stats_op {
   op_t op;
   http_req_t *req;
   exec_task_t *task;
+  sbx_timer_t *timer; /* until the second request, when the first reply had one reading */
   sbx_stats_t st;
+  sbx_stats_t first; /* that first reply */
+  int resampled;
   uint64_t disk_bytes;
   int disk_complete;
 } stats_op_t;
@@ -79,6 +86,14 @@ static void run_du(stats_op_t *op) {
   if (op->task == NULL) op_settle(&op->op, &err);
 }
 
+static void stats_start(op_t *o);
+
+static void on_resample(void *ud) {
+  stats_op_t *op = ud;
+  op->timer = NULL;
+  stats_start(&op->op);
+}
+
 static void on_stats(http_req_t *req, void *ud) {
   stats_op_t *op = ud;
   op->req = NULL;
@@ -92,6 +107,14 @@ static void on_stats(http_req_t *req, void *ud) {
   if (err_is_set(&err)) {
     op_settle(&op->op, &err);
     return;
+  }
+  if (op->resampled) {
+    stats_cpu_between(&op->first, &op->st);
+  } else if (!op->st.cpu_known && op->st.system_ns > 0 && op->st.cpu_total_ns > 0) {
+    op->first = op->st;
+    op->resampled = 1;
+    op->timer = sbx_timer_start(engine_io(op->op.sb->eng), RESAMPLE_MS, on_resample, op);
+    if (op->timer != NULL) return;
   }
   run_du(op);
 }
@@ -120,6 +143,8 @@ static void stats_cancel(op_t *o) {
   stats_op_t *op = (stats_op_t *)o;
   http_req_free(op->req);
   op->req = NULL;
+  sbx_timer_cancel(op->timer);
+  op->timer = NULL;
   exec_task_cancel(op->task);
   op->task = NULL;
   op_reject_cancelled(o);
@@ -163,6 +188,7 @@ static napi_value stats_result(op_t *o) {
 static void stats_destroy(op_t *o) {
   stats_op_t *op = (stats_op_t *)o;
   http_req_free(op->req);
+  sbx_timer_cancel(op->timer);
   exec_task_cancel(op->task);
 }
 

@@ -85,13 +85,17 @@ typedef struct script_call {
   void *ud;
 } script_call_t;
 
-/* The engine refused the exec because the container is not running (409 "... is not
- * running", not "... is paused") or is gone (404). */
+/* The engine refused the exec because the container is not running or is gone (404).
+ * Docker: 409 "... is not running" (not "... is paused"). Podman 4.3: 500 "can only
+ * create exec sessions on running containers: container state improper", which it also
+ * answers for a paused container (only a fork pauses one, for about a second). */
 static int container_not_running(const err_t *err) {
   json_t *status = err->details ? json_object_get(err->details, "statusCode") : NULL;
   json_int_t code = json_is_integer(status) ? json_integer_value(status) : 0;
   if (code == 404) return 1;
-  return code == 409 && err->message != NULL && strstr(err->message, "is not running") != NULL;
+  if (err->message == NULL) return 0;
+  if (code == 409) return strstr(err->message, "is not running") != NULL;
+  return code == 500 && strstr(err->message, "can only create exec sessions on running containers") != NULL;
 }
 
 static void on_script_done(void *ud, exec_result_t *result, err_t *err) {

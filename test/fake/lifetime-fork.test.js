@@ -138,7 +138,15 @@ test("fork: the fork's body is its parent's configuration on the committed image
   const parent = fake.addContainer("base", { labels: { team: "x", "anvia.sandbox.lifetime.max-lifetime-ms": "600000" }, running: true });
   Object.assign(parent, { Image: "sha256:base" });
   Object.assign(parent.Config, { Env: ["A=1"], Cmd: ["sh", "-c", "loop"], WorkingDir: "/workspace", User: "1000:1000" });
-  Object.assign(parent.HostConfig, { ReadonlyRootfs: true, Memory: 1048576, CapDrop: ["ALL"], NetworkMode: "none" });
+  // PortBindings as Podman reports them: the host port it chose, which the parent holds.
+  Object.assign(parent.HostConfig, {
+    ReadonlyRootfs: true,
+    Memory: 1048576,
+    CapDrop: ["ALL"],
+    NetworkMode: "none",
+    PortBindings: { "8080/tcp": [{ HostIp: "127.0.0.1", HostPort: "40331" }] },
+  });
+  parent.NetworkSettings = { Ports: { "8080/tcp": [{ HostIp: "127.0.0.1", HostPort: "40331" }] } };
   const sandbox = await new DockerSandboxClient({ host: fake.host }).resumeSandbox({ id: "base" });
   forkRoutes(fake);
   const fork = await sandbox.fork({ id: "kid" });
@@ -150,6 +158,7 @@ test("fork: the fork's body is its parent's configuration on the committed image
   assert.equal(body.User, "1000:1000");
   assert.equal(body.HostConfig.ReadonlyRootfs, true);
   assert.equal(body.HostConfig.Memory, 1048576);
+  assert.deepEqual(body.HostConfig.PortBindings, { "8080/tcp": [{ HostIp: "127.0.0.1", HostPort: "" }] }, "new host ports");
   assert.equal(body.Labels.team, "x");
   assert.equal(body.Labels["anvia.sandbox.id"], "kid");
   assert.equal(body.Labels["anvia.sandbox.workspace.type"], "ephemeral");
@@ -203,6 +212,8 @@ test("listSandboxes skips what is not a sandbox and reads status lines; a reply 
   const list = [
     good("ok1"),
     good("ok2", { State: "created", Status: "Created", Ports: "garbage" }),
+    good("ok7", { State: "running", Status: "Up 2 minutes" }),
+    good("ok8", { State: "running", Status: "Up 1 second", Ports: "garbage" }),
     good("Bad Id"),
     good("ok3", { Names: ["/someone-else"] }),
     good("ok4", { Labels: null }),
@@ -215,8 +226,8 @@ test("listSandboxes skips what is not a sandbox and reads status lines; a reply 
   const client = new DockerSandboxClient({ host: fake.host });
   const now = Date.now();
   const got = await client.listSandboxes();
-  assert.deepEqual(got.map((s) => s.id), ["ok1", "ok2"]);
-  const [a, b] = got;
+  assert.deepEqual(got.map((s) => s.id), ["ok1", "ok2", "ok7", "ok8"]);
+  const [a, b, c, d] = got;
   assert.equal(a.state, "stopped");
   assert.equal(a.exitCode, 137);
   assert.equal(a.createdAt, "2023-11-14T22:13:20.000Z");
@@ -225,10 +236,15 @@ test("listSandboxes skips what is not a sandbox and reads status lines; a reply 
   assert.deepEqual(a.workspace, { type: "docker-volume", name: "mine" });
   assert.deepEqual(a.labels, { team: "t" });
   assert.equal(a.lifetime, undefined);
-  assert.deepEqual(a.ports, [{ containerPort: 80, host: "127.0.0.1", hostPort: 40001, protocol: "tcp" }]);
+  // A stopped sandbox has no ports in effect (Podman lists the bindings of its last run).
+  assert.deepEqual(a.ports, []);
   assert.equal(b.state, "stopped");
   assert.equal(b.stoppedAt, undefined);
   assert.deepEqual(b.ports, []);
+  // A running one: those on 127.0.0.1 over tcp with a host port in range.
+  assert.equal(c.state, "running");
+  assert.deepEqual(c.ports, [{ containerPort: 80, host: "127.0.0.1", hostPort: 40001, protocol: "tcp" }]);
+  assert.deepEqual(d.ports, []);
   // The label filter sent.
   const filters = JSON.parse(fake.seen("GET", "/containers/json")[0].query.filters);
   assert.deepEqual(filters, { label: ["anvia.sandbox.schema=1"] });

@@ -11,6 +11,7 @@ import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { DockerSandboxClient } from "../../lib/index.js";
 import { IMAGE, api, baseOptions, inspectContainer, labelledLeftovers, uniqueId, volumeExists } from "../helpers/docker.js";
+import { isPodman } from "../helpers/engines.js";
 
 const client = new DockerSandboxClient();
 const lib = fileURLToPath(new URL("../../lib/index.js", import.meta.url));
@@ -84,7 +85,8 @@ test("listSandboxes sees this process's, another process's and the original pack
   const m = byId[mine.id];
   assert.equal(m.containerName, `anvia-sandbox-${mine.id}`);
   assert.equal(m.state, "running");
-  assert.equal(m.image, IMAGE);
+  // The image as the engine names it: Podman qualifies a local image with localhost/.
+  assert.equal(m.image, isPodman ? `localhost/${IMAGE}` : IMAGE);
   assert.ok(Math.abs(Date.parse(m.createdAt) - before) < 120_000, m.createdAt);
   assert.equal(m.stoppedAt, undefined);
   assert.equal(m.workdir, "/workspace");

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DockerSandboxClient } from "../../lib/index.js";
 import { baseOptions } from "../helpers/docker.js";
+import { isPodman } from "../helpers/engines.js";
 
 const client = new DockerSandboxClient();
 const T = { timeout: 120_000 };
@@ -38,7 +39,8 @@ test("stats under a CPU load: cpu, memory, processes, network and workspace are 
   assert.ok(busy.cpu.totalNs > idle.cpu.totalNs);
   assert.ok(busy.processes >= idle.processes + 2, `${idle.processes} -> ${busy.processes}`);
   assert.ok(busy.network.rxBytes > idle.network.rxBytes && busy.network.txBytes > idle.network.txBytes, JSON.stringify(busy.network));
-  assert.ok(busy.network.rxPackets > 0 && busy.network.txPackets > 0);
+  // Podman 4.3's stats reply counts bytes only (its packet counts are always 0).
+  if (!isPodman) assert.ok(busy.network.rxPackets > 0 && busy.network.txPackets > 0);
   assert.ok(busy.workspace.usedBytes >= 3 * 1024 * 1024, JSON.stringify(busy.workspace));
   assert.ok(busy.workspace.usedBytes < 64 * 1024 * 1024, JSON.stringify(busy.workspace));
   assert.equal(busy.workspace.complete, true);

@@ -429,7 +429,9 @@ describe("failures leave nothing half-published", () => {
 
     test(`${which}: a full disk in the sandbox fails the import and leaves nothing staged`, async (t) => {
       const volume = uniqueId("tree-tmpfs");
-      const made = await api("POST", "/volumes/create", { Name: volume, Driver: "local", DriverOpts: { type: "tmpfs", device: "tmpfs", o: "size=4m" } });
+      // 4 MiB as tmpfs pages: Podman takes "size=" as a quota of its own (which needs
+      // project quotas), nr_blocks goes to the mount as on Docker.
+      const made = await api("POST", "/volumes/create", { Name: volume, Driver: "local", DriverOpts: { type: "tmpfs", device: "tmpfs", o: "nr_blocks=1024" } });
       assert.equal(made.status, 201, made.text);
       let small;
       // The sandbox first, then its volume (in use until then).
