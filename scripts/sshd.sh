@@ -89,6 +89,10 @@ ListenAddress 127.0.0.1
 HostKey $S/host_ed25519
 PidFile none
 AuthorizedKeysFile $S/authorized_keys
+# The key file lives in this checkout's scratch directory, which may sit under a
+# world-writable directory (a clone in /tmp): sshd's StrictModes would refuse it there.
+# The directory is this script's own (0700), and the sshd listens on 127.0.0.1 only.
+StrictModes no
 AuthenticationMethods publickey
 PubkeyAuthentication yes
 PasswordAuthentication no
