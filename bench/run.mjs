@@ -13,6 +13,9 @@
 //   --scale F            multiply every default run count by F (at least 1 run each)
 //   --runs N             runs per operation (overrides the defaults and --scale)
 //   --warmup N           warm-up runs per operation (default 3)
+//   --gap-ms N           idle time before each measured runtime call (default 25): the
+//                        previous column's call (a docker CLI process exiting, runc
+//                        tearing an exec down) is not billed to the next one
 //   --op KEY=N           runs for one operation (repeatable); keys are listed by --list
 //   --only KEY,KEY       only these operations and extras (execStream, eventLoopDelay,
 //                        leak, agentLeak, agentFirstCall, ...); keys are listed by --list
@@ -90,6 +93,7 @@ function parseArgs(argv) {
     scale: 1,
     runs: undefined,
     warmup: 3,
+    gapMs: 25,
     opRuns: {},
     only: undefined,
     largeKiB: 1024,
@@ -134,6 +138,7 @@ function parseArgs(argv) {
       case "--scale": o.scale = num(next(), arg); break;
       case "--runs": o.runs = Math.max(1, Math.round(num(next(), arg))); break;
       case "--warmup": o.warmup = Math.round(num(next(), arg)); break;
+      case "--gap-ms": o.gapMs = Math.max(0, num(next(), arg)); break;
       case "--op": {
         const [k, v] = next().split("=");
         if (!OPERATIONS.some(([key]) => key === k)) throw new Error(`unknown operation ${k} (see --list)`);
@@ -330,6 +335,7 @@ async function main() {
       image: IMAGE,
       smoke: o.smoke,
       warmup: o.warmup,
+      gapMs: o.gapMs,
       largeBytes,
       streamBytes: o.streamMiB * 1024 * 1024,
       streamRuns: o.streamRuns,
@@ -495,6 +501,7 @@ async function main() {
       try {
         for (let i = 0; i < o.warmup + runs; i++) {
           for (const impl of rotate(IMPLS, i)) {
+            if (o.gapMs > 0) await sleep(o.gapMs);
             const s = performance.now();
             const r = await run(targets[impl], impl);
             const ms = performance.now() - s;
@@ -528,10 +535,12 @@ async function main() {
         for (let i = 0; i < o.warmup + runs; i++) {
           for (const impl of rotate(IMPLS, i)) {
             const t = targets[impl];
+            if (o.gapMs > 0) await sleep(o.gapMs);
             let s = performance.now();
             const info = await t.startProcess({ command: "sleep", args: ["600"] });
             const startMs = performance.now() - s;
             expect(info.status === "running", "process running");
+            if (o.gapMs > 0) await sleep(o.gapMs);
             s = performance.now();
             const stopped = await t.stopProcess({ processId: info.id });
             const stopMs = performance.now() - s;
