@@ -154,13 +154,16 @@ start() {
     kill -0 "$(cat "$PIDFILE")" 2>/dev/null || { tail -20 "$S/sshd.log" >&2; echo "sshd.sh: sshd exited" >&2; exit 1; }
     sleep 0.1
   done
+  # A start that fails stops the sshd it started: nothing is left listening.
   if ! client_works; then
     tail -20 "$S/sshd.log" >&2
     echo "sshd.sh: key login to $(user_name)@127.0.0.1:$port fails" >&2
+    stop_quiet >/dev/null
     exit 1
   fi
   if ! "$S/bin/ssh" -p "$port" "$(user_name)@127.0.0.1" docker version --format '{{.Server.APIVersion}}' >/dev/null 2>&1; then
     echo "sshd.sh: no Docker engine answers the docker CLI on the ssh side" >&2
+    stop_quiet >/dev/null
     exit 1
   fi
   log "sshd (pid $(cat "$PIDFILE")) on 127.0.0.1:$port; eval \"\$(bash scripts/sshd.sh env)\""
