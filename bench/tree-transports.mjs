@@ -10,13 +10,12 @@
 //
 // Every run imports into a fresh workspace directory and exports to a fresh host directory,
 // both removed outside the timings, and each result is checked (file count and bytes).
-import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { DockerSandboxClient } from "../lib/index.js";
 import { IMAGE, newSandboxId, pairRatios, summarize } from "./common.mjs";
+import { docker, generate, hostTotals } from "./tree.mjs";
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => {
@@ -32,53 +31,6 @@ const JSON_OUT = opt("json", "");
 const IMPLS = ["agent", "engine", "cp"];
 const log = (s) => process.stderr.write(`${s}\n`);
 
-/** bench/tree.mjs's tree: `files` files of about `totalBytes` in nested directories. */
-function generate(root, files, totalBytes) {
-  const dirs = [""];
-  for (let i = 0; dirs.length < Math.max(2, Math.round(files / 50)); i++) {
-    const parent = dirs[i % dirs.length];
-    const d = parent ? `${parent}/d${i}` : `d${i}`;
-    if (d.split("/").length > 5) continue;
-    mkdirSync(path.join(root, d));
-    dirs.push(d);
-  }
-  const avg = totalBytes / files;
-  let bytes = 0;
-  for (let i = 0; i < files; i++) {
-    const size = Math.max(1, Math.round(avg * (0.5 + ((i * 7919) % 1000) / 1000)));
-    writeFileSync(path.join(root, `${dirs[i % dirs.length] ? `${dirs[i % dirs.length]}/` : ""}f${i}.dat`), randomBytes(size));
-    bytes += size;
-  }
-  return { files, bytes };
-}
-
-function hostTotals(dir) {
-  let files = 0;
-  let bytes = 0;
-  const walk = (d) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else {
-        files++;
-        bytes += statSync(p).size;
-      }
-    }
-  };
-  walk(dir);
-  return { files, bytes };
-}
-
-function docker(argv) {
-  return new Promise((resolve, reject) => {
-    const child = spawn("docker", argv, { stdio: ["ignore", "ignore", "pipe"] });
-    let err = "";
-    child.stderr.on("data", (c) => (err += c));
-    child.on("error", reject);
-    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`docker ${argv.join(" ")}: ${code}: ${err}`))));
-  });
-}
-
 const rotate = (list, i) => [...list.slice(i % list.length), ...list.slice(0, i % list.length)];
 
 const agentClient = new DockerSandboxClient({ transport: "agent" });
@@ -91,7 +43,8 @@ try {
   const rt = { agent: sandbox.runtime, engine: viaEngine.runtime };
   const src = path.join(work, "src");
   mkdirSync(src);
-  const tree = generate(src, FILES, Math.round(MIB * 1024 * 1024));
+  const made = generate(src, FILES, Math.round(MIB * 1024 * 1024));
+  const tree = { files: made.paths.length, bytes: made.bytes };
   const quotas = { maxFiles: FILES * 2, maxTotalBytes: tree.bytes * 2 };
   log(`tree: ${tree.files} files, ${(tree.bytes / 2 ** 20).toFixed(1)} MiB; ${RUNS} runs (+${WARMUP} warm-up); user ${USER || "root"}; ${IMAGE}`);
   await rt.agent.exec({ command: "true" }); // the agent is up before the first timing

@@ -22,7 +22,7 @@ const TREE_IMPLS = ["package", "loop", "cp"];
 export const TREE_LABEL = { package: "importTree/exportTree", loop: "writeFile/readFile loop", cp: "docker cp" };
 
 /** `files` files of about `totalBytes` in all, in nested directories; their paths. */
-function generate(root, files, totalBytes) {
+export function generate(root, files, totalBytes) {
   const dirs = [""];
   for (let i = 0; dirs.length < Math.max(2, Math.round(files / 50)); i++) {
     const parent = dirs[i % dirs.length];
@@ -44,7 +44,7 @@ function generate(root, files, totalBytes) {
   return { paths, bytes };
 }
 
-function hostTotals(dir) {
+export function hostTotals(dir) {
   let files = 0;
   let bytes = 0;
   const walk = (d) => {
@@ -61,7 +61,7 @@ function hostTotals(dir) {
   return { files, bytes };
 }
 
-function docker(args) {
+export function docker(args) {
   return new Promise((resolve, reject) => {
     const child = spawn("docker", args, { stdio: ["ignore", "ignore", "pipe"] });
     let err = "";
