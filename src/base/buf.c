@@ -92,3 +92,18 @@ char *buf_steal(buf_t *b, size_t *len_out) {
   b->cap = 0;
   return p;
 }
+
+char *str_vformat(const char *fmt, va_list ap) {
+  va_list probe;
+  va_copy(probe, ap);
+  int n = vsnprintf(NULL, 0, fmt, probe);
+  va_end(probe);
+  if (n < 0) return NULL;
+  char *out = malloc((size_t)n + 1);
+  if (out == NULL) return NULL;
+  va_list fill;
+  va_copy(fill, ap);
+  vsnprintf(out, (size_t)n + 1, fmt, fill);
+  va_end(fill);
+  return out;
+}

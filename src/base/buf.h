@@ -8,6 +8,7 @@
 #ifndef SBX_BUF_H
 #define SBX_BUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,5 +32,9 @@ int buf_terminate(buf_t *b);
 void buf_consume(buf_t *b, size_t n);
 /* Hands the allocation to the caller (NUL-terminated) and leaves b empty. */
 char *buf_steal(buf_t *b, size_t *len_out);
+
+/* A new string made by vsnprintf from `fmt` and `ap` (which it leaves unread: the
+ * caller's va_end still applies). Caller frees; NULL when out of memory. */
+char *str_vformat(const char *fmt, va_list ap);
 
 #endif

@@ -58,16 +58,8 @@ stream_req_t *stream_req_new(engine_t *e, const char *method, const char *path_f
   r->method = strdup(method);
   va_list ap;
   va_start(ap, path_fmt);
-  int n = vsnprintf(NULL, 0, path_fmt, ap);
+  r->path = str_vformat(path_fmt, ap);
   va_end(ap);
-  if (n >= 0) {
-    r->path = malloc((size_t)n + 1);
-    if (r->path) {
-      va_start(ap, path_fmt);
-      vsnprintf(r->path, (size_t)n + 1, path_fmt, ap);
-      va_end(ap);
-    }
-  }
   r->job.easy = curl_easy_init();
   if (r->method == NULL || r->path == NULL || r->job.easy == NULL) {
     stream_req_free(r);
