@@ -33,20 +33,9 @@ bash scripts/build.sh --debug
 say "building the sandbox agent"
 bash scripts/build-agent.sh --quiet
 
-# 4. A Docker engine. Start dockerd only when nothing answers, and remember that we did.
-if ! engine_answers; then
-  if [ -n "${DOCKER_HOST:-}" ]; then
-    echo "DOCKER_HOST=$DOCKER_HOST does not answer; not starting a local engine." >&2
-    exit 1
-  fi
-  say "starting dockerd"
-  as_root sh -c "nohup dockerd >'$STATE/dockerd.log' 2>&1 & echo \$! > '$STATE/dockerd.pid'"
-  for _ in $(seq 1 60); do
-    engine_answers && break
-    sleep 1
-  done
-  engine_answers || { tail -20 "$STATE/dockerd.log" >&2; echo "dockerd did not come up" >&2; exit 1; }
-fi
+# 4. A Docker engine. Started (scripts/dockerd.sh: its own configuration and data root in
+# .state/dockerd) only when nothing answers; teardown.sh stops only that one.
+bash scripts/dockerd.sh start
 
 # 5. The local images.
 bash scripts/images.sh

@@ -43,9 +43,9 @@ t_start="$(date +%s)"
 started_docker=0
 if [ -z "${DOCKER_HOST:-}" ] || [[ "${DOCKER_HOST}" == unix://* ]]; then
   if ! engine_answers || ! docker image inspect "$DEFAULT_IMAGE" "$BUSYBOX_IMAGE" >/dev/null 2>&1; then
-    had_pid=0; [ -f "$STATE/dockerd.pid" ] && had_pid=1
+    had_pid=0; [ -f "$STATE/dockerd/dockerd.pid" ] && had_pid=1
     bash scripts/setup.sh
-    [ $had_pid = 0 ] && [ -f "$STATE/dockerd.pid" ] && started_docker=1
+    [ $had_pid = 0 ] && [ -f "$STATE/dockerd/dockerd.pid" ] && started_docker=1
   fi
 fi
 

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The Docker engine the tests and the demo start when none answers, with a configuration and
+# a state of its own: nothing of the machine's /etc/docker is read (daemon.json) or written
+# (key.json), and its images, containers and volumes live in .state/dockerd/root, not in
+# /var/lib/docker, so `npm run reset` can put them back to nothing without touching an
+# engine the machine had before.
+#
+#   scripts/dockerd.sh start   start dockerd on the default socket (/var/run/docker.sock, the
+#                              endpoint users' code reaches without DOCKER_HOST) unless an
+#                              engine already answers there; remembers that it did
+#   scripts/dockerd.sh stop    stop the dockerd that `start` started, and only that one
+#   scripts/dockerd.sh purge   stop, then remove its state (.state/dockerd: data root,
+#                              configuration, log)
+#   scripts/dockerd.sh status  "ours PID", "other" (an engine this script did not start
+#                              answers) or "none"
+#
+# Files (.state/dockerd/): daemon.json (the configuration, written by `start`), root/ (the
+# data root), key.json (the daemon's identity key), dockerd.pid, dockerd.log.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+D="$STATE/dockerd"
+PIDFILE="$D/dockerd.pid"
+LOG="$D/dockerd.log"
+SOCK=/var/run/docker.sock
+
+log() { printf '\033[1m[dockerd]\033[0m %s\n' "$*" >&2; }
+
+ours_running() {
+  [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
+}
+
+# The configuration: every setting the suites rely on, spelled out rather than inherited.
+write_config() {
+  mkdir -p "$D/root"
+  cat > "$D/daemon.json" <<JSON
+{
+  "data-root": "$D/root",
+  "deprecated-key-path": "$D/key.json",
+  "hosts": ["unix://$SOCK"],
+  "storage-driver": "overlay2",
+  "log-driver": "json-file",
+  "log-level": "warn",
+  "iptables": true,
+  "live-restore": false
+}
+JSON
+}
+
+start() {
+  if ours_running; then return 0; fi
+  if engine_answers; then
+    log "an engine already answers; not starting another"
+    return 0
+  fi
+  if [ -n "${DOCKER_HOST:-}" ] && [ "${DOCKER_HOST}" != "unix://$SOCK" ]; then
+    echo "DOCKER_HOST=$DOCKER_HOST does not answer; not starting a local engine." >&2
+    exit 1
+  fi
+  command -v dockerd >/dev/null || { echo "dockerd.sh: dockerd is missing (apt-get install docker.io)" >&2; exit 1; }
+  write_config
+  log "starting dockerd (state in $D)"
+  # A socket left by an engine that died would make dockerd refuse to start.
+  [ -S "$SOCK" ] && ! engine_answers && as_root rm -f "$SOCK"
+  as_root sh -c "nohup dockerd --config-file '$D/daemon.json' --pidfile '$PIDFILE' >'$LOG' 2>&1 &"
+  # dockerd writes its pidfile once it runs; the engine answers a little later.
+  local i
+  for i in $(seq 1 120); do
+    engine_answers && break
+    sleep 0.5
+  done
+  if ! engine_answers; then
+    tail -20 "$LOG" >&2
+    echo "dockerd did not come up (log: $LOG)" >&2
+    stop
+    exit 1
+  fi
+  log "dockerd answers (pid $(cat "$PIDFILE"), after $((i / 2)) s)"
+}
+
+stop() {
+  [ -f "$PIDFILE" ] || return 0
+  local pid
+  pid="$(cat "$PIDFILE")"
+  if kill -0 "$pid" 2>/dev/null; then
+    log "stopping the dockerd this checkout started (pid $pid)"
+    as_root kill "$pid" 2>/dev/null || true
+    local i
+    for i in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "dockerd $pid did not stop in 30 s; killing it"
+      as_root kill -9 "$pid" 2>/dev/null || true
+    fi
+  fi
+  rm -f "$PIDFILE"
+}
+
+purge() {
+  stop
+  [ -d "$D" ] || return 0
+  # Mounts a killed engine left under its data root (overlays, network namespaces).
+  local m
+  while read -r m; do
+    as_root umount -l "$m" 2>/dev/null || true
+  done < <(awk -v d="$D/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r)
+  log "removing $D"
+  as_root rm -rf "$D"
+}
+
+status() {
+  if ours_running; then echo "ours $(cat "$PIDFILE")"
+  elif engine_answers; then echo other
+  else echo none
+  fi
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  purge) purge ;;
+  status) status ;;
+  *) echo "usage: $0 start|stop|purge|status" >&2; exit 2 ;;
+esac
