@@ -8,7 +8,7 @@ source "$(dirname "$0")/lib.sh"
 
 if ! docker image inspect "$DEFAULT_IMAGE" >/dev/null 2>&1; then
   say "building $DEFAULT_IMAGE with mmdebstrap (about a minute)"
-  work="$(mktemp -d)"
+  work="$(mktemp -d -t anvia-images.XXXXXX)"
   trap 'rm -rf "$work"' EXIT
   mmdebstrap --quiet --variant=minbase --include=busybox,procps bookworm "$work/rootfs.tar" >/dev/null
   docker import --change 'CMD ["/bin/sh"]' "$work/rootfs.tar" "$DEFAULT_IMAGE" >/dev/null
@@ -18,7 +18,7 @@ fi
 
 if ! docker image inspect "$BUSYBOX_IMAGE" >/dev/null 2>&1; then
   say "building $BUSYBOX_IMAGE from busybox-static"
-  work="$(mktemp -d)"
+  work="$(mktemp -d -t anvia-images.XXXXXX)"
   trap 'rm -rf "$work"' EXIT
   mkdir -p "$work/bin" "$work/etc" "$work/tmp" "$work/root"
   cp /bin/busybox "$work/bin/busybox"

@@ -14,7 +14,7 @@ bash scripts/build.sh --asan
 snapshot="$STATE/sandboxes-before-asan.json"
 node scripts/check-leftovers.mjs --snapshot "$snapshot"
 libasan="$(gcc -print-file-name=libasan.so)"
-report_dir="$(mktemp -d)"
+report_dir="$(mktemp -d -t anvia-asan-reports.XXXXXX)"
 export ANVIA_SANDBOX_BUILD=asan
 # Leak checking would report Node's own allocations at exit: leaks are measured by the
 # valgrind and RSS tests instead. Everything else stops at the first error. A small

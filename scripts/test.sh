@@ -1,36 +1,186 @@
 #!/usr/bin/env bash
-# `npm test`: set up what is missing, run every node --test suite, then stop only what
-# set-up started.
-set -euo pipefail
+# `npm test`: set up what is missing, run every suite in stages, then stop only what set-up
+# started. A stage that fails is reported and the next stages still run; the exit status is
+# non-zero at the end if any stage failed (so one failure never hides the others). A summary
+# (status, wall time and CPU use of each stage) closes the run and is kept in
+# .state/test-summary.txt.
+#
+# Stages:
+#   prepare     scripts/setup.sh (packages, npm dependencies, release and debug addon, the
+#               agent, an engine, the local images). Then, in the background while the
+#               release stage runs, the artefacts that only some suites need and that take
+#               minutes to make on a fresh machine, each made once for the whole run:
+#               the self-contained prebuilt binaries (scripts/prebuilt/build.sh), the
+#               consumer environments (scripts/prebuilt/consumer-env.sh) and the sanitizer
+#               build (scripts/build.sh --asan). Their progress lines are prefixed
+#               [artefacts]; their log is .state/artefacts.log.
+#   release     every suite against the release build, the binary that ships, through the
+#               default transport ("auto": the in-sandbox agent), but the packaging suites
+#   packaging   test/tooling/package.test.js and consumer.test.js, once the artefacts are made
+#   engine-path the integration suites again through the Engine API (no agent), which must
+#               give the same results (agent.test.js chooses its transport itself)
+#   stress      the lost-output stress test alone against Docker (its CPU burners would slow
+#               the suites beside it)
+#   podman      the integration suites and the stress test against Podman (scripts/podman.sh)
+#   ssh         the same over ssh:// to the local Docker (scripts/sshd.sh)
+#   asan        every suite that runs addon code, against the AddressSanitizer + UBSan build
+# After each stage that uses Docker, nothing labelled by the tests may be left on it.
+#
+# ANVIA_TEST_STAGES="release asan" runs only the named stages (prepare always runs).
+set -uo pipefail
 source "$(dirname "$0")/lib.sh"
-cd "$ROOT"
-bash scripts/setup.sh
-# Podman, when this run starts it (the engines stage below), is stopped at the end too.
-podman_started=0
-trap '[ $podman_started = 1 ] && bash scripts/podman.sh stop; bash scripts/teardown.sh' EXIT
+cd "$ROOT" || exit 1
+
+run_started=$SECONDS
+summary="$STATE/test-summary.txt"
+results=()
+failed=0
+
+# CPU time of the whole machine (user + system, all cores), in clock ticks.
+cpu_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+hz="$(getconf CLK_TCK)"
+cores="$(nproc)"
+
+wanted() {
+  [ -z "${ANVIA_TEST_STAGES:-}" ] && return 0
+  [[ " $ANVIA_TEST_STAGES " == *" $1 "* ]]
+}
+
+# stage NAME COMMAND...: runs COMMAND, records its status, wall time and CPU use.
+stage() {
+  local name="$1" t0=$SECONDS c0 rc
+  shift
+  wanted "$name" || { results+=("$(printf '%-12s %-7s' "$name" skipped)"); return 0; }
+  say "stage $name: starting"
+  c0="$(cpu_ticks)"
+  "$@"
+  rc=$?
+  local secs=$((SECONDS - t0)) ticks=$(($(cpu_ticks) - c0))
+  local busy=0
+  [ "$secs" -gt 0 ] && busy=$((100 * ticks / hz / (secs * cores)))
+  local status=passed
+  [ "$rc" = 0 ] || { status="FAILED($rc)"; failed=1; }
+  results+=("$(printf '%-12s %-10s %5d s  %3d%% of %d CPUs' "$name" "$status" "$secs" "$busy" "$cores")")
+  say "stage $name: $status after $secs s"
+  return 0
+}
+
+# Fails on containers or volumes the tests left on the engine DOCKER_HOST names.
 snapshot="$STATE/sandboxes-before-tests.json"
-node scripts/check-leftovers.mjs --snapshot "$snapshot"
-# Stage 1: every suite against the release build, the binary that ships. Runtime
-# operations take the default transport ("auto": through the in-sandbox agent).
-mapfile -t files < <(find test -name '*.test.js' | sort)
-ANVIA_SANDBOX_BUILD=release node --test --test-concurrency=2 "${files[@]}"
-node scripts/check-leftovers.mjs "$snapshot"
-# Stage 2: the integration suites again through the Engine API path (no agent), which
-# must give the same results (agent.test.js chooses its transport itself).
-mapfile -t integration < <(find test/integration -name '*.test.js' ! -name agent.test.js | sort)
-ANVIA_SANDBOX_BUILD=release ANVIA_SANDBOX_TRANSPORT=engine node --test --test-concurrency=2 "${integration[@]}"
-node scripts/check-leftovers.mjs "$snapshot"
-# Stage 3: the other engines (issue 15). The integration suites against Podman
-# (scripts/podman.sh: all its state in .state/podman) and over ssh:// (scripts/sshd.sh: the
-# local Docker through a local sshd), each followed by the lost-output stress test alone,
-# which also runs alone against Docker first. scripts/test-engine.sh starts and stops the
-# sshd; Podman stays up for both passes (the ssh pass also reaches it over ssh).
-ANVIA_SANDBOX_BUILD=release node --test test/integration/input-loss.stress.js
-if ! [ -f "$STATE/podman/service.pid" ] || ! kill -0 "$(cat "$STATE/podman/service.pid")" 2>/dev/null; then
-  podman_started=1
+leftovers() { node scripts/check-leftovers.mjs "$snapshot"; }
+
+suites() {  # suites FILTER...: node --test on the selected files, then the leftover check
+  local rc=0
+  node --test --test-concurrency=2 "$@" || rc=$?
+  leftovers || rc=1
+  return $rc
+}
+
+# --- prepare -------------------------------------------------------------------------------
+artefacts_pid=""
+podman_started=0
+cleanup() {
+  [ -n "$artefacts_pid" ] && kill -0 "$artefacts_pid" 2>/dev/null && { kill -- "-$artefacts_pid" 2>/dev/null || kill "$artefacts_pid" 2>/dev/null; }
+  [ $podman_started = 1 ] && bash scripts/podman.sh stop
+  bash scripts/teardown.sh
+}
+trap cleanup EXIT
+
+prepare() {
+  bash scripts/setup.sh || return 1
+  node scripts/check-leftovers.mjs --snapshot "$snapshot" || return 1
+}
+stage prepare prepare
+if [ "$failed" = 1 ]; then
+  printf '%s\n' "${results[@]}" | tee "$summary"
+  echo "npm test: set-up failed; no suite ran" >&2
+  exit 1
 fi
-bash scripts/podman.sh start
-bash scripts/test-engine.sh podman
-bash scripts/test-engine.sh ssh
-# Stage 4: every suite again against an AddressSanitizer + UBSan build.
-ANVIA_SETUP_DONE=1 bash scripts/test-asan.sh
+
+artefacts() {
+  bash scripts/prebuilt/build.sh &&
+    bash scripts/prebuilt/consumer-env.sh all >/dev/null &&
+    bash scripts/build.sh --asan
+}
+artefacts_log="$STATE/artefacts.log"
+artefacts_rc="$STATE/artefacts.rc"
+rm -f "$artefacts_rc"
+if wanted packaging || wanted asan; then
+  say "making the prebuilt binaries, the consumer environments and the sanitizer build in the background (minutes on a fresh machine; lines prefixed [artefacts])"
+  # Its own process group (set -m), so that an interrupted run stops the whole build.
+  set -m
+  (
+    t0=$SECONDS
+    artefacts > >(tee "$artefacts_log" | sed -u 's/^/  [artefacts] /' >&2) 2>&1
+    rc=$?
+    echo "$rc $((SECONDS - t0))" > "$artefacts_rc"
+  ) &
+  artefacts_pid=$!
+  set +m
+fi
+wait_artefacts() {
+  [ -n "$artefacts_pid" ] || return 1
+  local t0=$SECONDS next=$SECONDS
+  while kill -0 "$artefacts_pid" 2>/dev/null; do
+    if [ "$SECONDS" -ge "$next" ]; then
+      say "waiting for the artefacts ($((SECONDS - t0)) s so far): $(tail -1 "$artefacts_log" 2>/dev/null)"
+      next=$((SECONDS + 60))
+    fi
+    sleep 1
+  done
+  wait "$artefacts_pid" 2>/dev/null
+  artefacts_pid=""
+  local rc secs
+  read -r rc secs < "$artefacts_rc" 2>/dev/null || { rc=1; secs="?"; }
+  if [ "$rc" != 0 ]; then
+    echo "the artefacts could not be made (exit $rc); the end of $artefacts_log:" >&2
+    tail -40 "$artefacts_log" >&2
+    return 1
+  fi
+  say "artefacts made in $secs s"
+}
+
+# --- the suites ----------------------------------------------------------------------------
+export ANVIA_SANDBOX_BUILD=release
+mapfile -t all_files < <(find test -name '*.test.js' ! -path 'test/tooling/package.test.js' ! -path 'test/tooling/consumer.test.js' | sort)
+stage release suites "${all_files[@]}"
+
+packaging() {
+  wait_artefacts || return 1
+  suites test/tooling/package.test.js test/tooling/consumer.test.js
+}
+stage packaging packaging
+
+mapfile -t integration < <(find test/integration -name '*.test.js' ! -name agent.test.js | sort)
+ANVIA_SANDBOX_TRANSPORT=engine stage engine-path suites "${integration[@]}"
+stage stress suites test/integration/input-loss.stress.js
+
+start_podman() {
+  if ! [ -f "$STATE/podman/service.pid" ] || ! kill -0 "$(cat "$STATE/podman/service.pid")" 2>/dev/null; then
+    podman_started=1
+  fi
+  bash scripts/podman.sh start
+}
+podman_stage() { start_podman && bash scripts/test-engine.sh podman; }
+stage podman podman_stage
+# (The ssh pass also reaches the Podman started above, for its Podman-over-ssh test.)
+stage ssh bash scripts/test-engine.sh ssh
+
+asan_stage() {
+  # The sanitizer build is one of the artefacts; when the packaging stage did not wait for
+  # them (it was not selected), wait here.
+  if [ -n "$artefacts_pid" ]; then wait_artefacts || return 1; fi
+  ANVIA_SETUP_DONE=1 bash scripts/test-asan.sh
+}
+stage asan asan_stage
+unset ANVIA_SANDBOX_BUILD
+
+# --- summary -------------------------------------------------------------------------------
+{
+  echo "npm test: $((SECONDS - run_started)) s in all on $cores CPUs ($(date -u +%Y-%m-%dT%H:%MZ))"
+  printf '  %s\n' "${results[@]}"
+} | tee "$summary"
+if [ "$failed" != 0 ]; then
+  echo "npm test: some stages FAILED (above); their output is in the log above" >&2
+  exit 1
+fi

@@ -13,6 +13,10 @@ here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 state="$repo/.state/prebuilt"
 mkdir -p "$state"
+# One maker at a time (the test and npm test's artefacts stage may both ask): the others
+# wait here, then find what the first made.
+exec 9>"$state/.consumer-env.lock"
+flock 9
 MIRROR="${ANVIA_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 what="${1:-all}"
 log() { printf '[consumer-env] %s\n' "$*" >&2; }
@@ -27,7 +31,7 @@ if [ "$what" = x64 ] || [ "$what" = all ]; then
   image="anvia-sandbox/consumer-bullseye:$("$node" --version)-$key"
   if ! docker image inspect "$image" >/dev/null 2>&1; then
     log "building $image (bullseye minbase + $node + npm; about a minute)"
-    work="$(mktemp -d)"
+    work="$(mktemp -d -t anvia-consumer-env.XXXXXX)"
     trap 'rm -rf "$work"' EXIT
     mmdebstrap --quiet --variant=minbase bullseye "$work/root" "deb $MIRROR bullseye main" >&2
     rm -rf "$work/root/var/cache/apt/archives"/*.deb "$work/root/var/lib/apt/lists"/*_Packages

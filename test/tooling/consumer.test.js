@@ -64,6 +64,8 @@ const work = mkdtempSync(join(tmpdir(), "anvia-consumer-"));
 let tgz;
 let zodTgz;
 let extracted;
+let consumerImage;
+let arm64Root;
 
 before(async () => {
   const missing = prerequisites();
@@ -95,7 +97,12 @@ before(async () => {
   extracted = join(work, "extracted");
   mkdirSync(extracted);
   await run("tar", ["-xzf", tgz, "-C", extracted]);
-}, { timeout: 3_700_000 });
+  // The environments the consumers run in, made here too (about a minute each the first
+  // time), so that no test's own timeout includes them.
+  const { stdout: envs } = await run("bash", [join(repo, "scripts/prebuilt/consumer-env.sh"), "all"], { timeout: 3_600_000 });
+  consumerImage = envs.match(/^image (\S+)$/m)[1];
+  arm64Root = envs.match(/^arm64-root (\S+)$/m)[1];
+}, { timeout: 7_300_000 });
 
 test.after(() => rmSync(work, { recursive: true, force: true }));
 
@@ -150,8 +157,7 @@ node app.mjs "$1"
 `;
 
 test("x64: installed offline with scripts blocked in bare Debian bullseye, a sandbox is created, used and destroyed on the host's engine", { timeout: 900_000 }, async (t) => {
-  const { stdout: env } = await run("bash", [join(repo, "scripts/prebuilt/consumer-env.sh"), "x64"], { timeout: 600_000 });
-  const image = env.match(/^image (\S+)$/m)[1];
+  const image = consumerImage;
   const ctx = join(work, "x64");
   mkdirSync(ctx);
   cpSync(tgz, join(ctx, "anvia-sandbox.tgz"));
@@ -212,8 +218,7 @@ console.log(JSON.stringify(out));
 `;
 
 test("arm64: under qemu, the loader picks the arm64 binary and its pure functions match the x64 binary's", { timeout: 900_000 }, async (t) => {
-  const { stdout: env } = await run("bash", [join(repo, "scripts/prebuilt/consumer-env.sh"), "arm64"], { timeout: 600_000 });
-  const root = env.match(/^arm64-root (\S+)$/m)[1];
+  const root = arm64Root;
   // An installed copy (what npm would lay out): the package and zod in node_modules.
   const app = join(work, "arm64");
   const modules = join(app, "node_modules");
