@@ -16,13 +16,13 @@
 #               [artefacts]; their log is .state/artefacts.log.
 #   release     every suite against the release build, the binary that ships, through the
 #               default transport ("auto": the in-sandbox agent), but the packaging suites
-#   packaging   test/tooling/package.test.js and consumer.test.js, once the artefacts are made
 #   engine-path the integration suites again through the Engine API (no agent), which must
 #               give the same results (agent.test.js chooses its transport itself)
 #   stress      the lost-output stress test alone against Docker (its CPU burners would slow
 #               the suites beside it)
 #   podman      the integration suites and the stress test against Podman (scripts/podman.sh)
 #   ssh         the same over ssh:// to the local Docker (scripts/sshd.sh)
+#   packaging   test/tooling/package.test.js and consumer.test.js, once the artefacts are made
 #   asan        every suite that runs addon code, against the AddressSanitizer + UBSan build
 # After each stage that uses Docker, nothing labelled by the tests may be left on it.
 #
@@ -145,12 +145,6 @@ export ANVIA_SANDBOX_BUILD=release
 mapfile -t all_files < <(find test -name '*.test.js' ! -path 'test/tooling/package.test.js' ! -path 'test/tooling/consumer.test.js' | sort)
 stage release suites "${all_files[@]}"
 
-packaging() {
-  wait_artefacts || return 1
-  suites test/tooling/package.test.js test/tooling/consumer.test.js
-}
-stage packaging packaging
-
 mapfile -t integration < <(find test/integration -name '*.test.js' ! -name agent.test.js | sort)
 ANVIA_SANDBOX_TRANSPORT=engine stage engine-path suites "${integration[@]}"
 stage stress suites test/integration/input-loss.stress.js
@@ -165,6 +159,13 @@ podman_stage() { start_podman && bash scripts/test-engine.sh podman; }
 stage podman podman_stage
 # (The ssh pass also reaches the Podman started above, for its Podman-over-ssh test.)
 stage ssh bash scripts/test-engine.sh ssh
+
+# Late in the run, so that the artefacts were made while the stages above ran.
+packaging() {
+  wait_artefacts || return 1
+  suites test/tooling/package.test.js test/tooling/consumer.test.js
+}
+stage packaging packaging
 
 asan_stage() {
   # The sanitizer build is one of the artefacts; when the packaging stage did not wait for
