@@ -32,6 +32,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT" || exit 1
 
 run_started=$SECONDS
+note() { printf '\033[1m[test]\033[0m %s\n' "$*" >&2; }
 summary="$STATE/test-summary.txt"
 results=()
 failed=0
@@ -51,7 +52,7 @@ stage() {
   local name="$1" t0=$SECONDS c0 rc
   shift
   wanted "$name" || { results+=("$(printf '%-12s %-7s' "$name" skipped)"); return 0; }
-  say "stage $name: starting"
+  note "stage $name: starting"
   c0="$(cpu_ticks)"
   "$@"
   rc=$?
@@ -61,7 +62,7 @@ stage() {
   local status=passed
   [ "$rc" = 0 ] || { status="FAILED($rc)"; failed=1; }
   results+=("$(printf '%-12s %-10s %5d s  %3d%% of %d CPUs' "$name" "$status" "$secs" "$busy" "$cores")")
-  say "stage $name: $status after $secs s"
+  note "stage $name: $status after $secs s"
   return 0
 }
 
@@ -106,7 +107,7 @@ artefacts_log="$STATE/artefacts.log"
 artefacts_rc="$STATE/artefacts.rc"
 rm -f "$artefacts_rc"
 if wanted packaging || wanted asan; then
-  say "making the prebuilt binaries, the consumer environments and the sanitizer build in the background (minutes on a fresh machine; lines prefixed [artefacts])"
+  note "making the prebuilt binaries, the consumer environments and the sanitizer build in the background (minutes on a fresh machine; lines prefixed [artefacts])"
   # Its own process group (set -m), so that an interrupted run stops the whole build.
   set -m
   (
@@ -123,7 +124,7 @@ wait_artefacts() {
   local t0=$SECONDS next=$SECONDS
   while kill -0 "$artefacts_pid" 2>/dev/null; do
     if [ "$SECONDS" -ge "$next" ]; then
-      say "waiting for the artefacts ($((SECONDS - t0)) s so far): $(tail -1 "$artefacts_log" 2>/dev/null)"
+      note "waiting for the artefacts ($((SECONDS - t0)) s so far): $(tail -1 "$artefacts_log" 2>/dev/null)"
       next=$((SECONDS + 60))
     fi
     sleep 1
@@ -137,7 +138,7 @@ wait_artefacts() {
     tail -40 "$artefacts_log" >&2
     return 1
   fi
-  say "artefacts made in $secs s"
+  note "artefacts made in $secs s"
 }
 
 # --- the suites ----------------------------------------------------------------------------

@@ -25,9 +25,16 @@ int sbx_state_from_name(const char *name, sbx_state_t *out) {
   return -1;
 }
 
+/* Docker's states, and Podman's own where its compatible API passes them through:
+ * "stopping" (a stop in progress: Docker reports such a container as running until it has
+ * exited, and so do we), "stopped" (exited, not yet cleaned up), "configured" and
+ * "initialized" (created, never started). A sandbox is never left out of a listing for
+ * being half-way between two states. */
 int sbx_state_from_engine(const char *state, sbx_state_t *out) {
-  if (strcmp(state, "exited") == 0 || strcmp(state, "created") == 0) *out = SBX_STOPPED;
-  else if (strcmp(state, "running") == 0) *out = SBX_RUNNING;
+  if (strcmp(state, "exited") == 0 || strcmp(state, "created") == 0 || strcmp(state, "stopped") == 0 ||
+      strcmp(state, "configured") == 0 || strcmp(state, "initialized") == 0)
+    *out = SBX_STOPPED;
+  else if (strcmp(state, "running") == 0 || strcmp(state, "stopping") == 0) *out = SBX_RUNNING;
   else if (strcmp(state, "paused") == 0) *out = SBX_PAUSED;
   else if (strcmp(state, "restarting") == 0) *out = SBX_RESTARTING;
   else if (strcmp(state, "removing") == 0) *out = SBX_REMOVING;

@@ -18,13 +18,17 @@ const lib = fileURLToPath(new URL("../../lib/index.js", import.meta.url));
 const KEEP_ALIVE = ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"];
 const T = { timeout: 120_000 };
 
+// Stopped, and done stopping: Podman reports a container it is still stopping as not
+// running ("stopping"), before its exit is recorded.
+const hasStopped = (info) => !info.State.Running && ["exited", "stopped", "dead"].includes(info.State.Status);
+
 // Polls the engine (raw API, no library code) until the container has stopped.
 async function waitStopped(name, withinMs) {
   const deadline = Date.now() + withinMs;
   for (;;) {
     const info = await inspectContainer(name);
     if (info === undefined) throw new Error(`${name} is gone`);
-    if (!info.State.Running) return info;
+    if (hasStopped(info)) return info;
     if (Date.now() > deadline) return undefined;
     await sleep(200);
   }
@@ -131,7 +135,7 @@ test("the lifetime limit stops a busy sandbox", T, async (t) => {
   while (!stopped && Date.now() < deadline) {
     await sandbox.runtime.exec({ command: "true" }).catch(() => undefined); // busy, and in use
     const info = await inspectContainer(name);
-    if (!info.State.Running) stopped = info;
+    if (hasStopped(info)) stopped = info;
     else await sleep(300);
   }
   assert.ok(stopped, "a busy sandbox outlived its lifetime limit by 27 s");
