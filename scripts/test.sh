@@ -61,7 +61,7 @@ stage() {
   [ "$secs" -gt 0 ] && busy=$((100 * ticks / hz / (secs * cores)))
   local status=passed
   [ "$rc" = 0 ] || { status="FAILED($rc)"; failed=1; }
-  results+=("$(printf '%-12s %-10s %5d s  %3d%% of %d CPUs' "$name" "$status" "$secs" "$busy" "$cores")")
+  results+=("$(printf '%-12s %-10s %5d s  machine CPUs %3d%% busy (%d)' "$name" "$status" "$secs" "$busy" "$cores")")
   note "stage $name: $status after $secs s"
   return 0
 }
