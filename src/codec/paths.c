@@ -1,7 +1,8 @@
 /*
  * paths.c - Node's path.posix (normalize, join, dirname, relative, isAbsolute) ported byte
- * for byte from lib/path.js, and the original package's sandbox path rules built on them
- * (see paths.h).
+ * for byte from lib/path.js, and the original package's sandbox path rules built on them,
+ * with upstream's workdir mode for the agent tools (absolute paths inside the workdir; see
+ * paths.h).
  *
  * Owns: nothing beyond each call; every result is one malloc'd buffer handed to the caller.
  *
@@ -291,7 +292,30 @@ char *posix_relative(const char *from, const char *to) {
 
 int posix_is_absolute(const char *path) { return path[0] == '/'; }
 
-char *sandbox_path_normalize(const char *input, size_t len, int allow_root, err_t *err) {
+/*
+ * normalized (an absolute path of nlen bytes, the caller's) made relative to normalize(workdir):
+ * posix.relative(normalize(workdir), normalized) || ".". Returns the new path, or NULL when out
+ * of memory; `normalized` is left to the caller either way. Both lengths are those of strings
+ * already in memory, and every size computed from them is checked in posix_normalize_n and
+ * posix_relative_n (at most 3 * |workdir| + |path| + 1 bytes), so nothing here can wrap.
+ */
+static char *relative_to_workdir(const char *workdir, size_t workdir_len, const char *normalized, size_t nlen,
+                                 size_t *out_len) {
+  size_t blen = 0;
+  if (workdir_len > SIZE_MAX - 3) return NULL;
+  char *base = posix_normalize_n(workdir, workdir_len, &blen);
+  if (base == NULL) return NULL;
+  char *rel = posix_relative_n(base, blen, normalized, nlen, out_len);
+  free(base);
+  if (rel != NULL && *out_len == 0) {
+    free(rel);
+    rel = dup_n(".", 1, out_len);
+  }
+  return rel;
+}
+
+char *sandbox_path_normalize_in(const char *input, size_t len, int allow_root, const char *workdir,
+                                size_t workdir_len, err_t *err) {
   char *shown = NULL, *slashed = NULL, *normalized = NULL;
   size_t nlen = 0;
   if (len == 0) {
@@ -302,6 +326,7 @@ char *sandbox_path_normalize(const char *input, size_t len, int allow_root, err_
     err_sandbox(err, CODE_INVALID_PATH, "Sandbox path cannot contain null bytes.");
     return NULL;
   }
+  if (len > SIZE_MAX - 3) goto oom;
   /* The input as the messages show it (NUL-terminated: it holds no NUL, checked above). */
   shown = dup_n(input, len, NULL);
   slashed = dup_n(input, len, NULL);
@@ -311,8 +336,16 @@ char *sandbox_path_normalize(const char *input, size_t len, int allow_root, err_
   normalized = posix_normalize_n(slashed, len, &nlen);
   if (normalized == NULL) goto oom;
   if (normalized[0] == '/') {
-    err_sandbox(err, CODE_INVALID_PATH, "Sandbox path must be relative: %s", shown);
-    goto fail;
+    if (workdir == NULL || workdir_len == 0 || workdir[0] != '/') {
+      err_sandbox(err, CODE_INVALID_PATH, "Sandbox path must be relative: %s", shown);
+      goto fail;
+    }
+    size_t rlen = 0;
+    char *rel = relative_to_workdir(workdir, workdir_len, normalized, nlen, &rlen);
+    if (rel == NULL) goto oom;
+    free(normalized);
+    normalized = rel;
+    nlen = rlen;
   }
   if ((nlen == 2 && memcmp(normalized, "..", 2) == 0) || (nlen >= 3 && memcmp(normalized, "../", 3) == 0)) {
     err_sandbox(err, CODE_INVALID_PATH, "Sandbox path cannot leave the workspace: %s", shown);
@@ -332,6 +365,10 @@ fail:
   free(slashed);
   free(normalized);
   return NULL;
+}
+
+char *sandbox_path_normalize(const char *input, size_t len, int allow_root, err_t *err) {
+  return sandbox_path_normalize_in(input, len, allow_root, NULL, 0, err);
 }
 
 size_t sandbox_path_depth(const char *normalized) {

@@ -44,6 +44,18 @@ char *posix_relative_n(const char *from, size_t from_len, const char *to, size_t
  */
 char *sandbox_path_normalize(const char *input, size_t len, int allow_root, err_t *err);
 /*
+ * The agent tools' form (upstream's normalizeSandboxPath(input, { allowRoot, workdir })): an
+ * input that normalizes to an absolute path is accepted when it lies in the workdir, and is
+ * made relative to normalize(workdir) (posix.relative; "." for the workdir itself) before the
+ * checks above, so "/workspace/app/" in "/workspace" is "app" and "/workspace-other/x" "cannot
+ * leave the workspace". `workdir` (length `workdir_len`, NULs allowed) must be absolute for
+ * that; NULL or a relative workdir keeps "must be relative", and a relative input is judged
+ * exactly as by sandbox_path_normalize, which is this function with workdir NULL. The
+ * runtime's own paths never come here with a workdir: they stay relative-only.
+ */
+char *sandbox_path_normalize_in(const char *input, size_t len, int allow_root, const char *workdir,
+                                size_t workdir_len, err_t *err);
+/*
  * The bounds of a sandbox path given as an argument (a runtime call's path or cwd,
  * createSandbox's files and directories), on the normalized path. The original had none;
  * an unbounded path cost one ancestor probe per component, all in flight at once.

@@ -1,7 +1,9 @@
 /*
  * exports_text.c - N-API wrappers exposing the pure path, text page and listing
  * functions (paths.c, textpage.c, findparse.c) to the unit tests, and text_page_to_js,
- * which readTextFilePage (files.c) also builds its result with.
+ * which readTextFilePage (files.c) also builds its result with. One of them is also the
+ * package's own: lib/tools.js normalizes every tool path with normalizeSandboxPath and the
+ * sandbox's workdir.
  *
  * Owns: nothing beyond each call; every C string read from JavaScript and every result
  * buffer is freed before the wrapper returns.
@@ -140,19 +142,32 @@ static napi_value js_posix_is_absolute(napi_env env, napi_callback_info info) {
   return nu_bool(env, r);
 }
 
-/* normalizeSandboxPath(input, allowRoot): allowRoot counts only when it is `true`. */
+/*
+ * normalizeSandboxPath(input, allowRoot, workdir?): allowRoot counts only when it is `true`.
+ * A string workdir is upstream's `{ workdir }` (absolute paths inside it are accepted, made
+ * relative); anything else is no workdir, the runtime's rule (relative only).
+ */
 static napi_value js_normalize_sandbox_path(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
-  size_t len = 0;
-  if (get_args(env, info, 2, argv) < 0) return nu_throw_status(env, "normalizeSandboxPath");
+  napi_value argv[3];
+  size_t len = 0, wlen = 0;
+  if (get_args(env, info, 3, argv) < 0) return nu_throw_status(env, "normalizeSandboxPath");
   char *s = arg_string(env, argv[0], "normalizeSandboxPath", &len);
   if (s == NULL) return NULL;
   bool allow_root = false;
   if (nu_typeof(env, argv[1]) == napi_boolean) napi_get_value_bool(env, argv[1], &allow_root);
+  char *workdir = NULL;
+  if (nu_typeof(env, argv[2]) == napi_string) {
+    workdir = arg_string(env, argv[2], "normalizeSandboxPath", &wlen);
+    if (workdir == NULL) {
+      free(s);
+      return NULL;
+    }
+  }
   err_t err;
   err_init(&err);
-  char *r = sandbox_path_normalize(s, len, allow_root, &err);
+  char *r = sandbox_path_normalize_in(s, len, allow_root, workdir, wlen, &err);
   free(s);
+  free(workdir);
   if (r == NULL) return nu_throw_err(jsenv_get(env), &err);
   return take_string(env, r, strlen(r));
 }

@@ -12,7 +12,12 @@
  *  - sandbox_path_argument gives the same path within the bounds and refuses it beyond;
  *  - sandbox_container_path(a, b) with an absolute workdir a never leaves it: the result
  *    is normalize(a) or below it;
- *  - sandbox_parent_path(b).
+ *  - sandbox_parent_path(b);
+ *  - the tools' workdir mode, sandbox_path_normalize_in(b, workdir a): without a workdir it
+ *    is sandbox_path_normalize; a relative b is judged as without one; an accepted b is a
+ *    relative path without "..", idempotent, and joined back onto the workdir it resolves
+ *    to where b resolves; an absolute b that resolves inside an absolute workdir is accepted
+ *    (unless it is the workdir itself without allowRoot), and one outside it is refused.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -88,6 +93,78 @@ static void check_sandbox_normalize(const uint8_t *data, size_t size, int allow_
   err_clear(&err);
 }
 
+/* Whether the resolved path p (resolve_root form) is base or below it (base resolved too). */
+static int resolved_inside(const char *p, size_t pl, const char *base, size_t bl) {
+  if (bl == 1) return 1; /* "/" */
+  return pl >= bl && memcmp(p, base, bl) == 0 && (pl == bl || p[bl] == '/');
+}
+
+static void check_workdir_mode(const char *workdir, size_t wl, const char *b, size_t bl, int allow_root) {
+  err_t plain_err, none_err, in_err;
+  err_init(&plain_err);
+  err_init(&none_err);
+  err_init(&in_err);
+  char *plain = sandbox_path_normalize(b, bl, allow_root, &plain_err);
+  char *none = sandbox_path_normalize_in(b, bl, allow_root, NULL, 0, &none_err);
+  FUZZ_CHECK((plain == NULL) == (none == NULL) &&
+                 (plain ? strcmp(plain, none) == 0 : strcmp(plain_err.message, none_err.message) == 0),
+             "workdir NULL differs from sandbox_path_normalize on \"%s\"", b);
+  char *in = sandbox_path_normalize_in(b, bl, allow_root, workdir, wl, &in_err);
+  FUZZ_CHECK((in == NULL) == err_is_set(&in_err), "result %p, error set %d", (void *)in, err_is_set(&in_err));
+  int absolute_workdir = wl > 0 && workdir[0] == '/';
+  int relative_refusal = plain == NULL && strncmp(plain_err.message, "Sandbox path must be relative: ", 31) == 0;
+  if (!relative_refusal || !absolute_workdir) {
+    /* Only an absolute input in an absolute workdir is judged differently. */
+    FUZZ_CHECK((plain == NULL) == (in == NULL) &&
+                   (plain ? strcmp(plain, in) == 0 : strcmp(plain_err.message, in_err.message) == 0),
+               "workdir \"%s\" changed the verdict on \"%s\"", workdir, b);
+  } else {
+    char *slashed = fuzz_strndup((const uint8_t *)b, bl);
+    for (size_t i = 0; i < bl; i++)
+      if (slashed[i] == '\\') slashed[i] = '/';
+    size_t rl = 0, wrl = 0;
+    char *target = resolve_root(slashed, bl, &rl);
+    char *base = resolve_root(workdir, wl, &wrl);
+    int inside = resolved_inside(target, rl, base, wrl);
+    int is_root = rl == wrl && memcmp(target, base, rl) == 0;
+    if (in != NULL) {
+      size_t n = strlen(in);
+      FUZZ_CHECK(n > 0 && in[0] != '/' && !has_dotdot_segment(in, n), "accepted \"%s\" as \"%s\"", b, in);
+      FUZZ_CHECK(allow_root || strcmp(in, ".") != 0, "\".\" accepted without allowRoot");
+      err_t again_err;
+      err_init(&again_err);
+      char *again = sandbox_path_normalize(in, n, allow_root, &again_err);
+      FUZZ_CHECK(again != NULL && strcmp(again, in) == 0, "\"%s\" normalizes to \"%s\"", in,
+                 again ? again : again_err.message);
+      free(again);
+      err_clear(&again_err);
+      /* Joined back onto the workdir, it names what b named. */
+      char *joined = posix_join_n(workdir, wl, in, n, NULL);
+      if (joined == NULL) abort();
+      size_t jl = 0;
+      char *back = resolve_root(joined, strlen(joined), &jl);
+      FUZZ_CHECK(jl == rl && memcmp(back, target, rl) == 0, "\"%s\" in \"%s\" became \"%s\", which is \"%s\"", b,
+                 workdir, in, back);
+      FUZZ_CHECK(inside, "\"%s\" is outside \"%s\" but was accepted as \"%s\"", b, workdir, in);
+      free(joined);
+      free(back);
+    } else {
+      FUZZ_CHECK(strcmp(in_err.code, CODE_INVALID_PATH) == 0, "code %s", in_err.code);
+      FUZZ_CHECK(!inside || (is_root && !allow_root), "\"%s\" inside \"%s\" refused: %s", b, workdir,
+                 in_err.message);
+    }
+    free(slashed);
+    free(target);
+    free(base);
+  }
+  free(plain);
+  free(none);
+  free(in);
+  err_clear(&plain_err);
+  err_clear(&none_err);
+  err_clear(&in_err);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_sandbox_normalize(data, size, 0);
   check_sandbox_normalize(data, size, 1);
@@ -158,6 +235,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   free(cp);
   err_clear(&err);
+
+  check_workdir_mode(a, a_len, b, b_len, 0);
+  check_workdir_mode(a, a_len, b, b_len, 1);
 
   char *parent = sandbox_parent_path(b, &err);
   FUZZ_CHECK((parent == NULL) == err_is_set(&err), "result %p, error set %d", (void *)parent, err_is_set(&err));
