@@ -5,11 +5,9 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { Agent } from "./lib/agent.js";
+import { Agent, HANG } from "./lib/agent.js";
 import { tempWorkdir, variants } from "./lib/variants.js";
 import { enc, frame, header, IN_WINDOW, S, T } from "./lib/wire.js";
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 let seed = 12345;
 function rnd(n) {
@@ -26,8 +24,8 @@ function garbage(maxLen) {
 // A fatal framing error: one connection-level ERROR, exit code 3, no signal.
 async function expectFatal(agent, bytes, kind = "protocol") {
   agent.send(bytes);
-  const st = await Promise.race([agent.exit, sleep(5000).then(() => "hang")]);
-  assert.notEqual(st, "hang", "the agent did not exit");
+  // A hang is caught by the test's own timeout, not by a timer racing the exit.
+  const st = await agent.exit;
   assert.equal(st.signal, null, `killed by ${st.signal}: ${agent.stderr}`);
   assert.equal(st.code, 3, agent.stderr);
   assert.equal(agent.connErrors.length, 1);
@@ -43,11 +41,11 @@ for (const v of variants()) {
     let wd;
     before(() => {
       wd = tempWorkdir();
-    });
+    }, HANG);
     after(() => wd.cleanup());
     const start = (opts = {}) => Agent.start(v, { workdir: wd.dir, ...opts });
 
-    test("framing errors end the connection cleanly", async () => {
+    test("framing errors end the connection cleanly", HANG, async () => {
       await expectFatal(await start(), header(2 * 1024 * 1024, T.EXEC, { id: 1 }));
       await expectFatal(await start(), header(0xffffffff, T.DATA, { id: 1, stream: S.IN }));
       await expectFatal(await start(), header(70000, T.DATA, { id: 1, stream: S.IN }));
@@ -61,7 +59,7 @@ for (const v of variants()) {
       await expectFatal(await start(), frame(T.PING, 0, Buffer.alloc(65)));
     });
 
-    test("the first frame must be a HOST_HELLO with a common version", async () => {
+    test("the first frame must be a HOST_HELLO with a common version", HANG, async () => {
       await expectFatal(await start({ hostHello: false }), enc.ping(1));
       await expectFatal(await start({ hostHello: false }), enc.hostHello(2, 3), "version");
       await expectFatal(await start({ hostHello: false }), enc.hostHello(1, 1, 7));
@@ -73,14 +71,14 @@ for (const v of variants()) {
       assert.equal((await a.close()).code, 0);
     });
 
-    test("end of input inside a frame: a clean exit", async () => {
+    test("end of input inside a frame: a clean exit", HANG, async () => {
       const a = await start();
       a.send(enc.exec(1, { argv: ["true"] }).subarray(0, 20));
       const st = await a.close();
       assert.equal(st.code, 0);
     });
 
-    test("every truncation of every request: a typed error each, the agent goes on", async () => {
+    test("every truncation of every request: a typed error each, the agent goes on", HANG, async () => {
       const a = await start();
       const valid = [
         (id) => enc.exec(id, { argv: ["true"], env: ["A=b"], cwd: "/" }),
@@ -113,7 +111,7 @@ for (const v of variants()) {
       assert.equal((await a.close()).code, 0);
     });
 
-    test("random payloads for every harmless request type", async () => {
+    test("random payloads for every harmless request type", HANG, async () => {
       const a = await start();
       const types = [T.READ, T.WRITE, T.MKDIR, T.LIST, T.PORT_WAIT, T.GROUP_ALIVE, T.CANCEL, T.PING];
       const pending = [];
@@ -133,7 +131,9 @@ for (const v of variants()) {
       // DATA and WINDOW for ids nobody uses are ignored
       a.send(enc.data(777777, "x"));
       a.send(enc.window(777777, S.OUT, 5));
-      await sleep(200);
+      // Answered after every request above was taken (frames are handled in order): what
+      // has not ended by itself by then is waiting, and is cancelled.
+      assert.ok(await a.ping());
       for (const r of pending) if (!r.finished) a.send(enc.cancel(r.id));
       await Promise.all(pending.map((r) => r.done));
       for (const r of pending) assert.ok(r.error || r.raw);
@@ -142,11 +142,12 @@ for (const v of variants()) {
       assert.equal((await a.close()).code, 0);
     });
 
-    test("flow control violations are errors of the request", async () => {
+    test("flow control violations are errors of the request", HANG, async () => {
       const a = await start();
       // DATA over the credit: a command that does not read its stdin gets a pipe's worth, the
-      // agent holds the window's worth; more than that was never granted.
-      let r = a.exec({ argv: ["sleep", "5"], stdin: "stream" });
+      // agent holds the window's worth; more than that was never granted. (The commands
+      // below never end by themselves before the agent has had every frame.)
+      let r = a.exec({ argv: ["sleep", "1000"], stdin: "stream" });
       for (let off = 0; off < 2 * IN_WINDOW; off += 65536) a.send(enc.data(r.id, Buffer.alloc(65536)));
       await r.done;
       assert.equal(r.error.kind, "flow_control");
@@ -156,17 +157,17 @@ for (const v of variants()) {
       await r.done;
       assert.equal(r.error, null);
       // credit overflow
-      r = a.exec({ argv: ["sleep", "5"], window: 0x7fff0000, autoCredit: false });
+      r = a.exec({ argv: ["sleep", "1000"], window: 0x7fff0000, autoCredit: false });
       a.send(enc.window(r.id, S.OUT, 0x7fff0000));
       await r.done;
       assert.equal(r.error.kind, "flow_control");
       // WINDOW for a stream the request does not have, DATA to a request without input
       r = a.request((id) => enc.read(id, { path: "f", window: 0 }));
-      await sleep(20);
+      assert.ok(await a.ping()); // the READ is in flight, waiting for credit
       a.send(enc.window(r.id, S.ERR, 10));
       await r.done;
       assert.equal(r.error.kind, "protocol");
-      r = a.exec({ argv: ["sleep", "5"] });
+      r = a.exec({ argv: ["sleep", "1000"] });
       a.send(enc.data(r.id, "x"));
       await r.done;
       assert.equal(r.error.kind, "protocol");
@@ -180,12 +181,13 @@ for (const v of variants()) {
       r = a.request((id) => enc.ping(id, Buffer.alloc(65)));
       await r.done;
       assert.equal(r.error.kind, "limit");
-      await sleep(100);
+      // Whatever the requests above still sent came before this PONG.
+      assert.ok(await a.ping());
       a.strays = [];
       assert.equal((await a.close()).code, 0);
     });
 
-    test("requests in flight are bounded", async () => {
+    test("requests in flight are bounded", HANG, async () => {
       const a = await start();
       // Waits that only a cancellation can end: the longest timeout and poll interval the
       // protocol takes (a day), so however slow the machine, none ends on its own first.
@@ -202,14 +204,16 @@ for (const v of variants()) {
       assert.equal((await a.close()).code, 0);
     });
 
-    test("descriptor exhaustion: errors of the requests, and the agent goes on", async (t) => {
+    test("descriptor exhaustion: errors of the requests, and the agent goes on", HANG, async (t) => {
       const a = await start({ prefix: ["prlimit", "--nofile=40", "--"] });
       writeFileSync(join(wd.dir, "f"), "x");
       const reads = [];
       for (let i = 0; i < 60; i++) reads.push(a.request((id) => enc.read(id, { path: "f", window: 0 }), { autoCredit: false }));
       const ex = await a.run({ argv: ["true"] });
       const list = await a.list("");
-      await sleep(100);
+      // A READ fails when it is taken, and the agent's frames leave in the order they are
+      // made: every failure came before the PONG.
+      assert.ok(await a.ping());
       const failed = reads.filter((r) => r.finished);
       assert.ok(failed.length > 0 && failed.length < 60, `${failed.length} of 60 reads failed`);
       for (const r of failed) {
@@ -227,7 +231,7 @@ for (const v of variants()) {
       t.diagnostic(`${60 - failed.length} reads held a descriptor, ${failed.length} got EMFILE`);
     });
 
-    test("a stream of random bytes: a clean exit, never a crash", async () => {
+    test("a stream of random bytes: a clean exit, never a crash", HANG, async () => {
       for (let i = 0; i < 5; i++) {
         const a = await start();
         for (let k = 0; k < 20; k++) a.send(garbage(4000));

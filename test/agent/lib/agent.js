@@ -8,11 +8,19 @@ import { dec, enc, EXEC_DETACHED, EXEC_STDIN, IN_WINDOW, MAX_DATA, ProtocolError
 
 export const SANITIZER_REPORT = /ERROR: (AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer)|runtime error:|SUMMARY: (Address|Leak|Undefined)/;
 
+// Every wait in these suites ends on an event (a frame, an exit, a state polled until it
+// holds), never on a timer of its own, so a slow machine (qemu, a sanitizer, both CPUs
+// busy) only makes a test slower. A genuine hang is caught by this per-test bound.
+export const HANG_TIMEOUT_MS = 5 * 60_000;
+export const HANG = { timeout: HANG_TIMEOUT_MS };
+
 export class Req {
-  constructor(agent, id, { autoCredit = true } = {}) {
+  // keep: false counts the bytes of DATA without keeping them (an endless stream).
+  constructor(agent, id, { autoCredit = true, keep = true } = {}) {
     this.agent = agent;
     this.id = id;
     this.autoCredit = autoCredit;
+    this.keep = keep;
     this.events = []; // [type, stream?] in arrival order
     this.chunks = { [S.OUT]: [], [S.ERR]: [] };
     this.bytes = { [S.OUT]: 0, [S.ERR]: 0 };
@@ -41,7 +49,7 @@ export class Req {
         this.exited = dec.exited(f.payload);
         break;
       case T.DATA:
-        this.chunks[f.stream].push(Buffer.from(f.payload));
+        if (this.keep) this.chunks[f.stream].push(Buffer.from(f.payload));
         this.bytes[f.stream] += f.payload.length;
         if (this.autoCredit && f.payload.length) this.agent.send(enc.window(this.id, f.stream, f.payload.length));
         for (const w of this.dataWaiters.splice(0)) w();
@@ -64,6 +72,7 @@ export class Req {
   }
   finish() {
     this.finished = true;
+    this.finishSeq = this.agent.finishCount++; // the order terminal frames arrived in
     this.agent.reqs.delete(this.id);
     for (const w of this.dataWaiters.splice(0)) w();
     this.resolve(this);
@@ -138,6 +147,11 @@ export class Agent {
     this.connErrors = [];
     this.protocolErrors = [];
     this.nextIdValue = 1;
+    this.finishCount = 0;
+    // What the host sent when (performance.now()): from the spawn, which is before the
+    // agent starts counting host silence, to the last byte or the end of input.
+    this.lastSentAt = performance.now();
+    this.maxSendGap = 0;
     this.stderr = "";
     this.buf = Buffer.alloc(0);
     this.exit = new Promise((resolve) => child.on("close", (code, signal) => resolve({ code, signal })));
@@ -197,7 +211,16 @@ export class Agent {
   }
 
   send(buf) {
-    if (!this.child.stdin.destroyed && !this.child.stdin.writableEnded) this.child.stdin.write(buf);
+    if (!this.child.stdin.destroyed && !this.child.stdin.writableEnded) {
+      this.markSent();
+      this.child.stdin.write(buf);
+    }
+  }
+
+  markSent() {
+    const now = performance.now();
+    this.maxSendGap = Math.max(this.maxSendGap, now - this.lastSentAt);
+    this.lastSentAt = now;
   }
 
   id() {
@@ -224,9 +247,9 @@ export class Agent {
     return Promise.race([p, this.exit.then(() => null)]);
   }
 
-  exec({ argv, env, cwd, stdin, timeoutMs, detached = false, window, autoCredit = true }) {
+  exec({ argv, env, cwd, stdin, timeoutMs, detached = false, window, autoCredit = true, keep = true }) {
     const flags = (detached ? EXEC_DETACHED : 0) | (stdin !== undefined ? EXEC_STDIN : 0);
-    const r = this.request((id) => enc.exec(id, { argv, env, cwd, flags, timeoutMs, window }), { autoCredit });
+    const r = this.request((id) => enc.exec(id, { argv, env, cwd, flags, timeoutMs, window }), { autoCredit, keep });
     if (stdin !== undefined && stdin !== null && stdin !== "stream") r.sendInput(stdin);
     return r;
   }
@@ -292,8 +315,10 @@ export class Agent {
     }
   }
 
-  // Ends the input and waits for the agent to exit (killing it after `ms`).
-  async close(ms = 5000) {
+  // Ends the input and waits for the agent to exit. `ms` only bounds a hang: the agent is
+  // killed (and the exit status says so) if it has not exited by then.
+  async close(ms = HANG_TIMEOUT_MS / 2) {
+    if (!this.child.stdin.writableEnded) this.markSent();
     this.child.stdin.end();
     const t = setTimeout(() => this.child.kill("SIGKILL"), ms);
     const st = await this.exit;
@@ -310,12 +335,12 @@ export class Agent {
 
 // Frames of DATA sent by the host: exported for tests that build their own sequences.
 export { enc, dec, S, T };
-export async function waitFor(pred, { timeout = 5000, interval = 10 } = {}) {
-  const end = Date.now() + timeout;
+// Polls `pred` until it holds, however long that takes (the test's own timeout bounds a
+// hang): for states that no event announces.
+export async function waitFor(pred, { interval = 10 } = {}) {
   for (;;) {
     const v = await pred();
     if (v) return v;
-    if (Date.now() > end) return v;
     await new Promise((r) => setTimeout(r, interval));
   }
 }

@@ -36,14 +36,37 @@ export function zombiesOf(pid) {
   return childrenOf(pid).filter((p) => p.state === "Z");
 }
 
-export async function waitGone(pid, ms = 3000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (!isAlive(pid)) return true;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return !isAlive(pid);
+// Polls until the process is gone (the test's own timeout bounds a process that stays).
+export async function waitGone(pid) {
+  while (isAlive(pid)) await new Promise((r) => setTimeout(r, 20));
+  return true;
 }
+
+// The system call a sleeping process is blocked in, from /proc/<pid>/syscall: { nr, fd }
+// (fd: its first argument), or null while the process runs (a task preempted in a call
+// reads "running") or once it is gone; undefined where the file cannot be read at all (no
+// ptrace access), for callers to fall back on something weaker.
+export function blockedSyscall(pid) {
+  let s;
+  try {
+    s = readFileSync(`/proc/${pid}/syscall`, "latin1").trim();
+  } catch (e) {
+    return e.code === "ENOENT" || e.code === "ESRCH" ? null : undefined;
+  }
+  const st = procStat(pid);
+  if (st === null || st.state !== "S" || !/^\d+ /.test(s)) return null;
+  const [nr, first] = s.split(" ");
+  return { nr: Number(nr), fd: Number(BigInt(first)) };
+}
+
+// Whether the process sleeps in a write(2) to `fd`, as a writer to a full pipe does (the
+// commands the agent runs are host programs, under qemu too). undefined: cannot tell.
+export function blockedWriting(pid, fd = 1) {
+  const sc = blockedSyscall(pid);
+  if (sc === undefined) return undefined;
+  return sc !== null && sc.nr === SYS_WRITE && sc.fd === fd;
+}
+const SYS_WRITE = { x64: 1, arm64: 64 }[process.arch] ?? 1;
 
 export function killQuietly(pid, sig = "SIGKILL") {
   try {
