@@ -17,7 +17,7 @@ import {
 import { execFileSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { Agent } from "./lib/agent.js";
+import { Agent, HANG } from "./lib/agent.js";
 import { baseEnv, buildDir, tempWorkdir, variants } from "./lib/variants.js";
 import { enc, S } from "./lib/wire.js";
 
@@ -47,22 +47,22 @@ for (const { v, args, label } of modes) {
       writeFileSync(join(outside, "secret"), "SECRET");
       mkdirSync(join(wd.dir, "work"));
       agent = await Agent.start(v, { workdir: join(wd.dir, "work"), args });
-    });
+    }, HANG);
     after(async () => {
       const st = await agent.close();
       assert.equal(st.code, 0, agent.stderr);
       assert.deepEqual(agent.strays, []);
       wd.cleanup();
-    });
+    }, HANG);
     const W = (...p) => join(wd.dir, "work", ...p);
 
-    test("HELLO says which resolution is in use", () => {
+    test("HELLO says which resolution is in use", HANG, () => {
       const has2 = (agent.hello.caps & 1) !== 0;
       if (args.includes("--no-openat2") || v.emulated) assert.equal(has2, false);
       else assert.equal(has2, true);
     });
 
-    test("write then read: bytes, mode, parents created", async () => {
+    test("write then read: bytes, mode, parents created", HANG, async () => {
       const data = Buffer.alloc(200000);
       for (let i = 0; i < data.length; i++) data[i] = (i * 31) & 0xff;
       const w = await agent.write("a/b/c/data.bin", data, { mode: 0o600 });
@@ -89,7 +89,7 @@ for (const { v, args, label } of modes) {
       assert.deepEqual(readdirSync(W("a/b/c")), ["data.bin"]);
     });
 
-    test("read: typed errors (not found, directory, fifo, too large with the size)", async () => {
+    test("read: typed errors (not found, directory, fifo, too large with the size)", HANG, async () => {
       writeFileSync(W("big"), Buffer.alloc(5000));
       let r = await agent.read("missing/file");
       assert.equal(r.error.kind, "not_found");
@@ -112,7 +112,7 @@ for (const { v, args, label } of modes) {
       assert.equal(r.error.kind, "limit");
     });
 
-    test("symlinks anywhere on the path are refused, naming the component", async () => {
+    test("symlinks anywhere on the path are refused, naming the component", HANG, async () => {
       symlinkSync("/etc", W("etc"));
       symlinkSync(outside, W("out"));
       mkdirSync(W("real"));
@@ -157,7 +157,7 @@ for (const { v, args, label } of modes) {
       assert.equal(l2.error.kind, "symlink");
     });
 
-    test("write: a directory target, a length mismatch, cancel: typed, no temp left", async () => {
+    test("write: a directory target, a length mismatch, cancel: typed, no temp left", HANG, async () => {
       mkdirSync(W("adir"));
       let w = await agent.write("adir", "x");
       assert.equal(w.error.kind, "is_directory");
@@ -181,7 +181,7 @@ for (const { v, args, label } of modes) {
       assert.equal(w.error.kind, "is_directory");
     });
 
-    test("mkdir: parents, existing, errors", async () => {
+    test("mkdir: parents, existing, errors", HANG, async () => {
       let m = await agent.mkdir("m1/m2/m3");
       assert.equal(m.result.created, 1);
       assert.ok(statSync(W("m1/m2/m3")).isDirectory());
@@ -202,7 +202,7 @@ for (const { v, args, label } of modes) {
       assert.equal(m.result.created, 0);
     });
 
-    test("list: raw names (newline, tab, invalid UTF-8), types, sizes", async () => {
+    test("list: raw names (newline, tab, invalid UTF-8), types, sizes", HANG, async () => {
       mkdirSync(W("names"));
       const names = [
         Buffer.from("plain.txt"),
@@ -238,7 +238,7 @@ for (const { v, args, label } of modes) {
       assert.equal(nd.error.kind, "not_directory");
     });
 
-    test("list: bounded by max_entries, streamed in several frames", async () => {
+    test("list: bounded by max_entries, streamed in several frames", HANG, async () => {
       mkdirSync(W("many"));
       for (let i = 0; i < 3000; i++) writeFileSync(W("many", `file-${String(i).padStart(5, "0")}-${"n".repeat(40)}`), "");
       let l = await agent.list("many", { window: 4096 });
@@ -255,29 +255,42 @@ for (const { v, args, label } of modes) {
       assert.equal(l.result.truncated, false);
     });
 
-    test("write atomicity: a concurrent reader never sees a partial file", async (t) => {
+    test("write atomicity: a concurrent reader never sees a partial file", HANG, async (t) => {
       const size = 256 * 1024;
       const A = Buffer.alloc(size, 0x61);
       const B = Buffer.alloc(size, 0x62);
       await agent.write("atomic.bin", A);
-      // An outside reader in its own process, and reads through the agent in between.
+      // An outside reader in its own process, and reads through the agent in between. The
+      // reader goes on until a stop file appears; it writes a "." for each of its first
+      // reads (a "!" for a partial file), so the writes go on until it has read while they
+      // did, however late it started and however slow the machine.
+      const stop = W("atomic.stop");
       const checker = spawn(process.execPath, [
         "-e",
-        `const fs=require("fs");const end=Date.now()+Number(process.argv[2]);let n=0,bad=0;
-         while(Date.now()<end){let b;try{b=fs.readFileSync(process.argv[1]);}catch{continue;}
-         n++;if(b.length!==${size}||!(b.every(x=>x===b[0]))||(b[0]!==0x61&&b[0]!==0x62))bad++;}
-         process.stdout.write(JSON.stringify({n,bad}));`,
+        `const fs=require("fs");let n=0,bad=0;
+         while(!fs.existsSync(process.argv[2])){let b;try{b=fs.readFileSync(process.argv[1]);}catch{continue;}
+         n++;const ok=b.length===${size}&&b.every(x=>x===b[0])&&(b[0]===0x61||b[0]===0x62);if(!ok)bad++;
+         if(n<=10||!ok)fs.writeSync(1,ok?".":"!");}
+         fs.writeSync(1,"\\n"+JSON.stringify({n,bad}));`,
         W("atomic.bin"),
-        "1000",
+        stop,
       ]);
       let out = "";
       checker.stdout.on("data", (d) => (out += d));
-      const closed = new Promise((r) => checker.on("close", r));
+      let checkerEnded = false;
+      const closed = new Promise((r) => checker.on("close", r)).then(() => (checkerEnded = true));
+      const outsideReads = () => (out.split("\n")[0].match(/\./g) ?? []).length;
       let writes = 0;
       let agentReads = 0;
       let partial = 0;
+      // At least 900 ms, and until each side has read a few times while the writes went
+      // on; a partial file seen ends it at once (the assertions below say so), and so does
+      // the reader's end. The bound on the writes past the 900 ms only ends a run where
+      // reads never succeed, for the assertions to fail.
       const end = Date.now() + 900;
-      while (Date.now() < end) {
+      const enough = () => writes > 5 && agentReads > 5 && outsideReads() > 5;
+      let extra = 0;
+      while (partial === 0 && !out.includes("!") && !checkerEnded && (Date.now() < end || (!enough() && extra++ < 2000))) {
         const data = writes % 2 ? A : B;
         const [w, r] = await Promise.all([agent.write("atomic.bin", data), agent.read("atomic.bin")]);
         assert.equal(w.error, null);
@@ -288,32 +301,43 @@ for (const { v, args, label } of modes) {
           if (b.length !== size || !(b.every((x) => x === b[0]))) partial++;
         }
       }
+      writeFileSync(stop, "");
       await closed;
-      const res = JSON.parse(out);
+      const res = JSON.parse(out.split("\n").at(-1));
       assert.equal(partial, 0);
       assert.equal(res.bad, 0, `outside reader saw ${res.bad} partial files of ${res.n}`);
       assert.ok(writes > 5 && res.n > 5 && agentReads > 5, `${writes} writes, ${res.n} outside reads`);
       t.diagnostic(`${writes} writes of ${size} bytes, ${agentReads} reads through the agent, ${res.n} outside: 0 partial`);
     });
 
-    test("a directory <-> symlink swap racing writes and reads: 0 escapes", async (t) => {
+    test("a directory <-> symlink swap racing writes and reads: 0 escapes", HANG, async (t) => {
       const race = join(wd.dir, "work", "race");
       mkdirSync(join(race, "d"), { recursive: true });
       writeFileSync(join(race, "d", "secret"), "inside");
       symlinkSync(outside, join(race, "d.link"));
+      // The swapper swaps until its input ends ("0"), and says "running" after 1000 swaps.
+      // The writes and reads go on for at least `ms`, and until the race was real: the
+      // swapper ran, some operations went through and some were refused, however slow the
+      // machine. An escape ends them at once (the assertions below say so), and so does the
+      // swapper's end; the bound on the attempts past `ms` only ends a run that never sees
+      // a refusal, for the assertions to fail.
       const ms = v.emulated ? 800 : 1200;
-      const swapper = spawn(SWAPPER, [race, String(ms)], { env: baseEnv() });
+      const swapper = spawn(SWAPPER, [race, "0"], { env: baseEnv() });
       let swaps = "";
       swapper.stdout.on("data", (d) => (swaps += d));
-      const closed = new Promise((r) => swapper.on("close", r));
+      let swapperEnded = false;
+      const closed = new Promise((r) => swapper.on("close", r)).then(() => (swapperEnded = true));
       let writesOk = 0;
       let readsOk = 0;
       let escapedReads = 0;
       let attempts = 0;
       const kinds = {};
       const end = Date.now() + ms - 50;
+      const real = () => swaps.includes("running\n") && writesOk > 0 && readsOk > 0 && writesOk < attempts;
+      const escaped = () => escapedReads > 0 || readdirSync(outside).some((n) => n !== "secret");
       let i = 0;
-      while (Date.now() < end) {
+      let extra = 0;
+      while (!escaped() && !swapperEnded && (Date.now() < end || (!real() && extra++ < 5000))) {
         const name = `f${i++}`;
         const [w, r] = await Promise.all([agent.write(`race/d/${name}`, "payload"), agent.read("race/d/secret")]);
         attempts++;
@@ -324,7 +348,9 @@ for (const { v, args, label } of modes) {
           if (r.text() !== "inside") escapedReads++;
         }
       }
+      swapper.stdin.end();
       await closed;
+      swaps = swaps.trim().split("\n").at(-1);
       const escapedWrites = readdirSync(outside).filter((n) => n !== "secret");
       assert.deepEqual(escapedWrites, [], "files written through the symlink");
       assert.equal(escapedReads, 0, "reads that returned the outside file");

@@ -2,11 +2,15 @@
  * swapper.c - a test helper for test/agent/files.test.js: swaps <dir>/d and <dir>/d.link
  * with renameat2(RENAME_EXCHANGE) in a tight loop for <ms> milliseconds, so at every
  * instant <dir>/d is either the real directory or a symlink out of the workdir. Prints
- * the number of swaps. Built by scripts/build-agent.sh.
+ * the number of swaps (and of failed ones). Built by scripts/build-agent.sh.
  *   swapper <dir> <ms>
+ * With <ms> 0 it swaps until its stdin reaches end of file instead, and prints "running"
+ * on a line of its own once it has swapped 1000 times, so that a test bounds the race by
+ * events rather than by a duration a slow machine may not fill.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -28,9 +32,23 @@ int main(int argc, char **argv) {
   if (argc != 3) return 2;
   int dir = open(argv[1], O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) return 1;
-  long long end = now_ms() + atoll(argv[2]);
+  long long ms = atoll(argv[2]);
+  long long end = now_ms() + ms;
   long swaps = 0, failures = 0;
-  while (now_ms() < end) {
+  int said = 0;
+  for (;;) {
+    if (ms > 0) {
+      if (now_ms() >= end) break;
+    } else {
+      struct pollfd in = {.fd = 0, .events = POLLIN};
+      char buf[256];
+      if (poll(&in, 1, 0) > 0 && read(0, buf, sizeof buf) <= 0) break;
+      if (!said && swaps >= 1000) {
+        printf("running\n");
+        fflush(stdout);
+        said = 1;
+      }
+    }
     for (int i = 0; i < 64; i++) {
       if (syscall(SYS_renameat2, dir, "d", dir, "d.link", EXCHANGE) == 0) swaps++;
       else failures++;
