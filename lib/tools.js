@@ -1,9 +1,14 @@
 // Agent tools: `createDockerSandboxTools(options)` hands a policy-bounded subset of a sandbox
-// runtime to an LLM. This file reproduces the seed's `src/tools.ts` (1.0.0-rc.10) line for line:
-// the same ten tools, names, descriptions, zod input/output schemas, factory validation, error
-// classes and messages, and policies. Pure JS over the runtime interface; no native code here.
+// runtime to an LLM. The ten tools of the seed's `src/tools.ts` (1.0.0-rc.10), as upstream ships
+// them now (after 1.1.3): the same names, zod schemas, factory validation, error classes and
+// messages, plus upstream's later changes: allowShellInterpreters in allow-mode command
+// policies, natural command lines run through the sandbox's shell (lib/shell.js), tool paths
+// that may be absolute inside the sandbox's workdir, and the descriptions that say so. JS over
+// the runtime interface; the one native call is the path rule (src/codec/paths.c).
 import { z } from "zod";
 import { DockerSandboxError, decodeUtf8 } from "./errors.js";
+import { native } from "./native.js";
+import { isNaturalCommandLine, isShellInterpreter, sandboxShell } from "./shell.js";
 
 // The seed builds its tools with `createTool` from `@anvia/core/tool`. When that package is
 // installed, use it so the tools are exactly the original's (same object shape, same JSON Schema
@@ -51,7 +56,7 @@ function createLocalTool({ name, description, inputSchema, outputSchema, execute
   };
 }
 
-// ---- from here on: the seed's src/tools.ts ----
+// ---- from here on: the seed's src/tools.ts, with upstream's later changes ----
 
 const allToolNames = [
   "exec_command",
@@ -65,10 +70,21 @@ const allToolNames = [
   "stop_process",
   "wait_for_port"
 ];
+// What the model reads in the JSON Schema (upstream's texts, word for word).
+const commandText =
+  "Command to run. Natural command lines use /bin/bash -c when available, otherwise sh -c. Use args for exact argv execution.";
+const argsText = "Optional exact arguments. Omit when command contains the complete command line.";
+const directoryText = "Workspace-relative directory or an absolute directory inside the sandbox workdir.";
+const filePathText = "Workspace-relative path or an absolute path inside the sandbox workdir.";
+const naturalLinesText =
+  "Natural command lines use /bin/bash -c when available, otherwise sh -c; supply args for exact argv execution.";
+
+const commandInput = z.string().min(1).describe(commandText);
+const argsInput = z.array(z.string()).describe(argsText).optional();
 const execCommandInput = z.object({
-  command: z.string().min(1),
-  args: z.array(z.string()).optional(),
-  cwd: z.string().optional(),
+  command: commandInput,
+  args: argsInput,
+  cwd: z.string().describe(directoryText).optional(),
   env: z.record(z.string(), z.string()).optional(),
   timeoutMs: z.number().int().positive().max(3e5).optional(),
   input: z.string().optional()
@@ -93,7 +109,7 @@ const execResultOutput = z.discriminatedUnion("status", [
   })
 ]);
 const readFileInput = z.object({
-  path: z.string().min(1),
+  path: z.string().min(1).describe(filePathText),
   startLine: z.number().int().positive().optional(),
   lineCount: z.number().int().positive().max(1e4).optional()
 });
@@ -106,14 +122,14 @@ const readFileOutput = z.object({
   truncatedBy: z.enum(["lines", "bytes"]).nullable()
 });
 const writeFileInput = z.object({
-  path: z.string().min(1),
+  path: z.string().min(1).describe(filePathText),
   content: z.string()
 });
 const writeFileOutput = z.object({
   path: z.string(),
   bytesWritten: z.number().int().nonnegative()
 });
-const listFilesInput = z.object({ path: z.string().optional() });
+const listFilesInput = z.object({ path: z.string().describe(directoryText).optional() });
 const fileEntryOutput = z.object({
   path: z.string(),
   type: z.enum(["file", "directory", "symlink", "other"]),
@@ -132,9 +148,9 @@ const publishedPortOutput = z.object({
 });
 const listPortsOutput = z.object({ ports: z.array(publishedPortOutput) });
 const startProcessInput = z.object({
-  command: z.string().min(1),
-  args: z.array(z.string()).optional(),
-  cwd: z.string().optional(),
+  command: commandInput,
+  args: argsInput,
+  cwd: z.string().describe(directoryText).optional(),
   env: z.record(z.string(), z.string()).optional()
 });
 const processInfoOutput = z.object({
@@ -198,16 +214,19 @@ export function createDockerSandboxTools(options) {
 function createExecCommandTool(options) {
   return createTool({
     name: "exec_command",
-    description: "Run one executable inside the sandbox with structured arguments.",
+    description: `Run a command inside the sandbox. ${naturalLinesText}`,
     inputSchema: execCommandInput,
     outputSchema: execResultOutput,
     execute: async ({ command, args, cwd, env, timeoutMs, input }, context) => {
-      assertCommandAllowed(command, options.exec?.commands);
+      // Upstream's order: the timeout policy and the cwd first, then the command (with the
+      // shell detection for a natural command line). rc.10 checked the command first.
       const effectiveTimeoutMs = timeoutMs ?? options.exec?.defaultTimeoutMs;
       assertTimeoutAllowed(effectiveTimeoutMs, options.exec?.maxTimeoutMs);
-      let execOptions = { command };
-      if (args !== undefined) execOptions = { ...execOptions, args };
-      if (cwd !== undefined) execOptions = { ...execOptions, cwd };
+      const toolCwd = cwd === undefined ? undefined : toolPath(options.sandbox, cwd, true);
+      const invocation = await resolveInvocation(options, command, args, context.abortSignal);
+      let execOptions = { command: invocation.command };
+      if (invocation.args !== undefined) execOptions = { ...execOptions, args: invocation.args };
+      if (toolCwd !== undefined) execOptions = { ...execOptions, cwd: toolCwd };
       if (env !== undefined) execOptions = { ...execOptions, env };
       if (effectiveTimeoutMs !== undefined) {
         execOptions = { ...execOptions, timeoutMs: effectiveTimeoutMs };
@@ -237,7 +256,7 @@ function createReadFileTool(options) {
         );
       }
       let readOptions = {
-        path,
+        path: toolPath(options.sandbox, path),
         startLine: startLine ?? 1,
         lineCount: effectiveLineCount,
         maxBytes: limits.maxBytes
@@ -262,12 +281,15 @@ function createWriteFileTool(options) {
       if (maxBytes !== undefined && bytesWritten > maxBytes) {
         throw toolPolicyError(`File content exceeds policy (${bytesWritten} > ${maxBytes}).`);
       }
-      let writeOptions = { path, text: content };
+      // The result names the file as the runtime wrote it: "app/output.txt" for
+      // "/workspace/app/output.txt", "a.txt" for "./a.txt".
+      const written = toolPath(options.sandbox, path);
+      let writeOptions = { path: written, text: content };
       if (context.abortSignal !== undefined) {
         writeOptions = { ...writeOptions, abortSignal: context.abortSignal };
       }
       await options.sandbox.writeTextFile(writeOptions);
-      return { path, bytesWritten };
+      return { path: written, bytesWritten };
     }
   });
 }
@@ -279,12 +301,13 @@ function createListFilesTool(sandbox) {
     inputSchema: listFilesInput,
     outputSchema: listFilesOutput,
     execute: async ({ path }, context) => {
+      const listed = path === undefined ? "." : toolPath(sandbox, path, true);
       let listOptions = {};
-      if (path !== undefined) listOptions = { ...listOptions, path };
+      if (path !== undefined) listOptions = { ...listOptions, path: listed };
       if (context.abortSignal !== undefined) {
         listOptions = { ...listOptions, abortSignal: context.abortSignal };
       }
-      return { path: path ?? ".", entries: [...(await sandbox.listFiles(listOptions))] };
+      return { path: listed, entries: [...(await sandbox.listFiles(listOptions))] };
     }
   });
 }
@@ -302,14 +325,15 @@ function createListPortsTool(sandbox) {
 function createStartProcessTool(options) {
   return createTool({
     name: "start_process",
-    description: "Start a managed long-running process inside the sandbox.",
+    description: `Start a managed long-running process inside the sandbox. ${naturalLinesText}`,
     inputSchema: startProcessInput,
     outputSchema: processInfoOutput,
     execute: async ({ command, args, cwd, env }, context) => {
-      assertCommandAllowed(command, options.exec?.commands);
-      let startOptions = { command };
-      if (args !== undefined) startOptions = { ...startOptions, args };
-      if (cwd !== undefined) startOptions = { ...startOptions, cwd };
+      const toolCwd = cwd === undefined ? undefined : toolPath(options.sandbox, cwd, true);
+      const invocation = await resolveInvocation(options, command, args, context.abortSignal);
+      let startOptions = { command: invocation.command };
+      if (invocation.args !== undefined) startOptions = { ...startOptions, args: invocation.args };
+      if (toolCwd !== undefined) startOptions = { ...startOptions, cwd: toolCwd };
       if (env !== undefined) startOptions = { ...startOptions, env };
       if (context.abortSignal !== undefined) {
         startOptions = { ...startOptions, abortSignal: context.abortSignal };
@@ -437,6 +461,14 @@ function serializeProcessInfo(process) {
   return serialized;
 }
 
+// A path or cwd as the model gave it, relative to the workspace or absolute inside the sandbox's
+// workdir, as the workspace-relative path the runtime takes; DockerSandboxError invalid_path
+// with upstream's messages otherwise. The rule is the runtime's own (src/codec/paths.c) with
+// the workdir mode; the runtime methods themselves still take relative paths only.
+function toolPath(sandbox, input, allowRoot = false) {
+  return native.normalizeSandboxPath(input, allowRoot, sandbox.workdir);
+}
+
 // Shape errors are TypeError; policy values out of range are DockerSandboxError "tool_policy".
 function validateFactoryOptions(options) {
   if (!isRecord(options)) {
@@ -507,13 +539,7 @@ function validateFactoryOptions(options) {
 // A frozen copy taken once: later changes to the caller's objects do not move the policy.
 function snapshotFactoryOptions(options) {
   const toolNames = Object.freeze([...options.tools]);
-  const commands =
-    options.exec?.commands === undefined
-      ? undefined
-      : Object.freeze({
-          mode: options.exec.commands.mode,
-          values: Object.freeze([...options.exec.commands.values])
-        });
+  const commands = options.exec?.commands === undefined ? undefined : snapshotCommandPolicy(options.exec.commands);
   let snapshot = { sandbox: options.sandbox, tools: toolNames };
   if (options.exec !== undefined) {
     let exec = { ...options.exec };
@@ -532,11 +558,28 @@ function snapshotFactoryOptions(options) {
   return Object.freeze(snapshot);
 }
 
+// allowShellInterpreters is kept only where it means something: an allow-mode policy that set it.
+function snapshotCommandPolicy(policy) {
+  let snapshot = { mode: policy.mode, values: Object.freeze([...policy.values]) };
+  if (policy.mode === "allow" && policy.allowShellInterpreters !== undefined) {
+    snapshot = { ...snapshot, allowShellInterpreters: policy.allowShellInterpreters };
+  }
+  return Object.freeze(snapshot);
+}
+
 function validateCommandPolicy(policy) {
   if (policy === undefined) return;
   if (!isRecord(policy)) throw toolPolicyError("exec.commands must be an object.");
   if (policy.mode !== "allow" && policy.mode !== "block") {
     throw toolPolicyError("exec.commands must use mode allow or block.");
+  }
+  // Checked before the values, as upstream does; a block-mode policy ignores the key.
+  if (
+    policy.mode === "allow" &&
+    policy.allowShellInterpreters !== undefined &&
+    typeof policy.allowShellInterpreters !== "boolean"
+  ) {
+    throw toolPolicyError("exec.commands.allowShellInterpreters must be a boolean.");
   }
   if (!Array.isArray(policy.values)) {
     throw toolPolicyError("exec.commands.values must be an array.");
@@ -553,13 +596,44 @@ function validateCommandPolicy(policy) {
   }
 }
 
-// Exact match on the executable name as the model wrote it (no path or basename folding).
+// Exact match on the executable name as the model wrote it (no path or basename folding). Then,
+// in allow mode without allowShellInterpreters: true, a listed shell is still refused (by its
+// basename, so "/bin/sh" too): with "-c" it would run anything the list leaves out.
 function assertCommandAllowed(command, policy) {
   if (policy === undefined) return;
   const included = policy.values.includes(command);
   if ((policy.mode === "allow" && !included) || (policy.mode === "block" && included)) {
     throw toolPolicyError(`Command is rejected by sandbox tool policy: ${command}`);
   }
+  if (policy.mode === "allow" && policy.allowShellInterpreters !== true && isShellInterpreter(command)) {
+    throw toolPolicyError(`Command is rejected by sandbox tool policy: ${command} (shell interpreter not allowed)`);
+  }
+}
+
+// What exec_command and start_process run: the command and args as given, or, for a natural
+// command line (no args, shell syntax in the command), the sandbox's shell with "-c" and the
+// line. A block-mode policy cannot judge a command line, and an allow-mode one must have opted
+// into shells; the chosen shell then passes the policy under its exact name ("/bin/bash" or
+// "sh"), and a refusal is final: no other shell is tried.
+async function resolveInvocation(options, command, args, abortSignal) {
+  abortSignal?.throwIfAborted();
+  const policy = options.exec?.commands;
+  if (!isNaturalCommandLine(command, args)) {
+    assertCommandAllowed(command, policy);
+    return args === undefined ? { command } : { command, args };
+  }
+  if (policy?.mode === "block") {
+    throw toolPolicyError(
+      "Natural command lines cannot be used with block-mode command policies. Use command and args instead."
+    );
+  }
+  if (policy?.mode === "allow" && policy.allowShellInterpreters !== true) {
+    throw toolPolicyError("Natural command lines require allowShellInterpreters: true.");
+  }
+  const shell = await sandboxShell(options.sandbox, abortSignal);
+  abortSignal?.throwIfAborted();
+  assertCommandAllowed(shell, policy);
+  return { command: shell, args: ["-c", command] };
 }
 
 function assertTimeoutAllowed(timeoutMs, maxTimeoutMs) {

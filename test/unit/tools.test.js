@@ -1,5 +1,7 @@
 // createDockerSandboxTools against a fake runtime (no Docker): factory validation, tool shapes,
 // JSON Schemas, input and output validation, policies, abort signals, and a scripted agent.
+// What upstream added after rc.10 (shell interpreters, natural command lines, absolute tool
+// paths, the new check order) is in tools-upstream.test.js.
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, copyFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -324,12 +326,14 @@ describe("tool set", () => {
   test("names and descriptions", () => {
     const { tools } = toolsFor(allTools);
     const expected = {
-      exec_command: "Run one executable inside the sandbox with structured arguments.",
+      exec_command:
+        "Run a command inside the sandbox. Natural command lines use /bin/bash -c when available, otherwise sh -c; supply args for exact argv execution.",
       read_file: "Read a bounded page of a UTF-8 text file from the sandbox workspace.",
       write_file: "Write a complete UTF-8 text file inside the sandbox workspace.",
       list_files: "List direct children of a directory in the sandbox workspace.",
       list_ports: "List explicitly published localhost TCP ports for the sandbox.",
-      start_process: "Start a managed long-running process inside the sandbox.",
+      start_process:
+        "Start a managed long-running process inside the sandbox. Natural command lines use /bin/bash -c when available, otherwise sh -c; supply args for exact argv execution.",
       list_processes: "List processes managed by this live sandbox handle.",
       read_process_logs: "Read bounded UTF-8 output from a managed sandbox process.",
       stop_process: "Stop a process managed by this live sandbox handle.",
@@ -359,16 +363,37 @@ describe("tool set", () => {
   });
 });
 
-// JSON Schema of each tool's input, as handed to a provider in `definition().parameters`.
+// JSON Schema of each tool's input, as handed to a provider in `definition().parameters`: the
+// schemas of upstream's newest tools.ts, descriptions included (the model reads them).
+const commandSchema = {
+  type: "string",
+  minLength: 1,
+  description:
+    "Command to run. Natural command lines use /bin/bash -c when available, otherwise sh -c. Use args for exact argv execution."
+};
+const argsSchema = {
+  type: "array",
+  items: { type: "string" },
+  description: "Optional exact arguments. Omit when command contains the complete command line."
+};
+const cwdSchema = {
+  type: "string",
+  description: "Workspace-relative directory or an absolute directory inside the sandbox workdir."
+};
+const filePathSchema = {
+  type: "string",
+  minLength: 1,
+  description: "Workspace-relative path or an absolute path inside the sandbox workdir."
+};
 const positiveTimeout = { type: "integer", exclusiveMinimum: 0, maximum: 300000 };
 const stringRecord = { type: "object", propertyNames: { type: "string" }, additionalProperties: { type: "string" } };
 const expectedParameters = {
   exec_command: {
     type: "object",
     properties: {
-      command: { type: "string", minLength: 1 },
-      args: { type: "array", items: { type: "string" } },
-      cwd: { type: "string" },
+      command: commandSchema,
+      args: argsSchema,
+      cwd: cwdSchema,
       env: stringRecord,
       timeoutMs: positiveTimeout,
       input: { type: "string" }
@@ -379,7 +404,7 @@ const expectedParameters = {
   read_file: {
     type: "object",
     properties: {
-      path: { type: "string", minLength: 1 },
+      path: filePathSchema,
       startLine: { type: "integer", exclusiveMinimum: 0, maximum: Number.MAX_SAFE_INTEGER },
       lineCount: { type: "integer", exclusiveMinimum: 0, maximum: 10000 }
     },
@@ -388,18 +413,18 @@ const expectedParameters = {
   },
   write_file: {
     type: "object",
-    properties: { path: { type: "string", minLength: 1 }, content: { type: "string" } },
+    properties: { path: filePathSchema, content: { type: "string" } },
     required: ["path", "content"],
     additionalProperties: false
   },
-  list_files: { type: "object", properties: { path: { type: "string" } }, additionalProperties: false },
+  list_files: { type: "object", properties: { path: cwdSchema }, additionalProperties: false },
   list_ports: { type: "object", properties: {}, additionalProperties: false },
   start_process: {
     type: "object",
     properties: {
-      command: { type: "string", minLength: 1 },
-      args: { type: "array", items: { type: "string" } },
-      cwd: { type: "string" },
+      command: commandSchema,
+      args: argsSchema,
+      cwd: cwdSchema,
       env: stringRecord
     },
     required: ["command"],
@@ -979,11 +1004,17 @@ describe("a scripted agent", () => {
 
 describe("with @anvia/core installed", () => {
   test("its createTool builds the tools", async (t) => {
-    // A throwaway package tree: lib/ copied, zod linked, and a stand-in @anvia/core/tool.
+    // A throwaway package tree: the tools' lib/ files copied (native.js re-exports this
+    // checkout's, so the addon is the one under test), zod linked, and a stand-in
+    // @anvia/core/tool.
     const directory = mkdtempSync(path.join(tmpdir(), "anvia-sandbox-core-"));
     t.after(() => rmSync(directory, { recursive: true, force: true }));
     mkdirSync(path.join(directory, "lib"));
-    for (const file of ["tools.js", "errors.js"]) copyFileSync(path.join(root, "lib", file), path.join(directory, "lib", file));
+    for (const file of ["tools.js", "shell.js", "errors.js"]) copyFileSync(path.join(root, "lib", file), path.join(directory, "lib", file));
+    writeFileSync(
+      path.join(directory, "lib/native.js"),
+      `export * from ${JSON.stringify(pathToFileURL(path.join(root, "lib/native.js")).href)};\n`
+    );
     writeFileSync(path.join(directory, "package.json"), JSON.stringify({ type: "module" }));
     const core = path.join(directory, "node_modules/@anvia/core");
     mkdirSync(core, { recursive: true });
