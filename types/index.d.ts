@@ -635,12 +635,27 @@ export type DockerSandboxToolName =
   | "stop_process"
   | "wait_for_port";
 
-/** Exact executable names: `allow` admits only these, `block` admits all but these. */
+/**
+ * Exact executable names: `allow` admits only these, `block` admits all but these.
+ *
+ * In allow mode a listed shell interpreter (by basename: sh, bash, zsh, ksh, dash, ash,
+ * busybox, fish, csh, tcsh, so `/bin/sh` too) is still refused, "(shell interpreter not
+ * allowed)", unless `allowShellInterpreters` is `true`: with `-c` it runs anything. Natural
+ * command lines (a `command` with shell syntax or white space and no `args`) run as
+ * `/bin/bash -c` or `sh -c`, whichever the sandbox has; an allow-mode policy needs
+ * `allowShellInterpreters: true` and that shell's exact name ("/bin/bash" or "sh") among its
+ * values for them, and a block-mode policy refuses them.
+ */
 export type DockerSandboxCommandPolicy =
-  | { readonly mode: "allow"; readonly values: readonly string[] }
+  | {
+      readonly mode: "allow";
+      readonly values: readonly string[];
+      /** Must be a boolean when present (else `tool_policy` from the factory). */
+      readonly allowShellInterpreters?: boolean;
+    }
   | { readonly mode: "block"; readonly values: readonly string[] };
 
-/** Applies to `exec_command` (commands, timeouts) and `start_process` (commands). */
+/** Applies to `exec_command` (commands, timeouts, cwd) and `start_process` (commands, cwd). */
 export type DockerSandboxExecToolPolicy = {
   readonly commands?: DockerSandboxCommandPolicy;
   /** At most 300 000. */

@@ -9,6 +9,7 @@ import {
   withSandbox,
   type CreateDockerSandboxOptions,
   type CreateDockerSandboxToolsOptions,
+  type DockerSandboxCommandPolicy,
   type DockerSandbox,
   type DockerSandboxErrorCode,
   type DockerSandboxLifetime,
@@ -260,6 +261,20 @@ async function main(): Promise<void> {
     exec: { commands: { mode: "block", values: ["rm"] } }
   });
   void blockPolicy;
+  // Shells, and natural command lines through them, only with the opt-in (allow mode).
+  const shellPolicy: DockerSandboxCommandPolicy = { mode: "allow", values: ["/bin/bash", "sh"], allowShellInterpreters: true };
+  const shellTools = createDockerSandboxTools({ sandbox: runtime, tools: ["exec_command", "start_process"], exec: { commands: shellPolicy } });
+  void shellTools;
+  if (shellPolicy.mode === "allow") {
+    const optedIn: boolean | undefined = shellPolicy.allowShellInterpreters;
+    void optedIn;
+  }
+  // @ts-expect-error allowShellInterpreters is a boolean
+  createDockerSandboxTools({ sandbox: runtime, tools: ["exec_command"], exec: { commands: { mode: "allow", values: ["sh"], allowShellInterpreters: "yes" } } });
+  // @ts-expect-error a block-mode policy has no allowShellInterpreters
+  createDockerSandboxTools({ sandbox: runtime, tools: ["exec_command"], exec: { commands: { mode: "block", values: ["rm"], allowShellInterpreters: true } } });
+  // @ts-expect-error the policy is read-only
+  shellPolicy.values = [];
   // @ts-expect-error not a tool name
   createDockerSandboxTools({ sandbox: runtime, tools: ["exec_cmd"] });
   // @ts-expect-error at least one tool must be selected
