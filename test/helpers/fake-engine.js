@@ -595,15 +595,15 @@ export class FakeEngine {
     );
   }
 
-  /** Waits until some request matches (polling), or throws after `ms`. */
-  async waitFor(method, path, ms = 5000) {
-    const deadline = Date.now() + ms;
-    while (Date.now() < deadline) {
+  /**
+   * Waits until some request matches (polling), however long that takes on this machine:
+   * the test's own timeout bounds a request that never comes.
+   */
+  async waitFor(method, path) {
+    return until(() => {
       const hit = this.seen(method, path);
-      if (hit.length) return hit[hit.length - 1];
-      await sleep(5);
-    }
-    throw new Error(`fake engine: no ${method} ${path} within ${ms} ms`);
+      return hit.length ? hit[hit.length - 1] : null;
+    });
   }
 
   /** Stops listening and cuts every connection (an engine that goes away). */
@@ -868,6 +868,54 @@ function inspectValue(v) {
 
 export function mib(bytes) {
   return bytes / (1024 * 1024);
+}
+
+// ---- waiting without racing a timer ---------------------------------------------------------
+
+/**
+ * The per-test timeout of the fake-engine suites: minutes. Nothing in them waits on a
+ * timer of its own (a slow machine only makes a test slower); this bounds a genuine hang.
+ */
+export const HANG_MS = 5 * 60_000;
+
+/** Polls `pred` (every 5 ms) until it returns something truthy, however long that takes. */
+export async function until(pred) {
+  for (;;) {
+    const v = await pred();
+    if (v) return v;
+    await sleep(5);
+  }
+}
+
+/**
+ * Lets the event loop go round `n` times (each turn runs a poll phase: whatever I/O is
+ * ready by then, the library's included, has been handled).
+ */
+export async function loopTurns(n = 1) {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+}
+
+/**
+ * How many turns of the event loop pass between calling `trigger` and `promise` settling
+ * (0: within the same turn). Counting turns rather than milliseconds says "at once"
+ * whatever the machine's speed: a settlement that waited for I/O or a timer takes many.
+ */
+export async function turnsUntilSettled(promise, trigger) {
+  let turns = 0;
+  let settled = false;
+  const counted = promise.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  const spin = () => {
+    if (settled) return;
+    turns++;
+    setImmediate(spin);
+  };
+  trigger();
+  setImmediate(spin);
+  await counted;
+  return turns;
 }
 
 export { DockerSandboxClient, DockerSandboxError, sleep };
