@@ -3,7 +3,7 @@
 // reaches the engine (nothing is created, so nothing needs rolling back).
 import test from "node:test";
 import assert from "node:assert/strict";
-import { DockerSandboxClient, DockerSandboxError, startFakeEngine } from "../helpers/fake-engine.js";
+import { HANG_MS, DockerSandboxClient, DockerSandboxError, startFakeEngine } from "../helpers/fake-engine.js";
 
 const cases = [
   [{ files: { a: "x" }, directories: ["a"] }, "a"],
@@ -14,7 +14,7 @@ const cases = [
 ];
 
 for (const [extra, path] of cases) {
-  test(`createSandbox ${JSON.stringify(extra)}: "${path}" is named, and no request is made`, { timeout: 10_000 }, async (t) => {
+  test(`createSandbox ${JSON.stringify(extra)}: "${path}" is named, and no request is made`, { timeout: HANG_MS }, async (t) => {
     const fake = await startFakeEngine();
     t.after(() => fake.close());
     const client = new DockerSandboxClient({ host: fake.host });
@@ -29,7 +29,7 @@ for (const [extra, path] of cases) {
   });
 }
 
-test("createSandbox with files and directories that do not collide is not refused", { timeout: 10_000 }, async (t) => {
+test("createSandbox with files and directories that do not collide is not refused", { timeout: HANG_MS }, async (t) => {
   const fake = await startFakeEngine();
   t.after(() => fake.close());
   fake.addImage?.("img");

@@ -4,7 +4,7 @@
 // sandbox Podman was still stopping vanished from listSandboxes).
 import test from "node:test";
 import assert from "node:assert/strict";
-import { DockerSandboxClient, startFakeEngine } from "../helpers/fake-engine.js";
+import { HANG_MS, DockerSandboxClient, startFakeEngine } from "../helpers/fake-engine.js";
 
 const entry = (id, State) => ({
   Id: `x${id}`,
@@ -17,7 +17,7 @@ const entry = (id, State) => ({
   Ports: [],
 });
 
-test("listSandboxes maps Docker's and Podman's states; an unknown state is left out", { timeout: 30_000 }, async (t) => {
+test("listSandboxes maps Docker's and Podman's states; an unknown state is left out", { timeout: HANG_MS }, async (t) => {
   const fake = await startFakeEngine();
   t.after(() => fake.close());
   const states = {

@@ -6,9 +6,9 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DockerSandboxClient, FakeEngine, expectCode, fakeSandbox, frame, frameHeader, notKiller, sleep, startFakeEngine, upgradeHead } from "../helpers/fake-engine.js";
+import { HANG_MS, DockerSandboxClient, FakeEngine, expectCode, fakeSandbox, frame, frameHeader, notKiller, sleep, startFakeEngine, upgradeHead } from "../helpers/fake-engine.js";
 
-const T = { timeout: 20_000 };
+const T = { timeout: HANG_MS }; // a hang fails after minutes; no test races a timer
 
 test("/_ping answers API-Version 1.12: docker_unavailable, saying which version and what is needed", T, async (t) => {
   const fake = await startFakeEngine({ apiVersion: "1.12" });

@@ -5,9 +5,9 @@
 // records every request as it arrived (`fullPath`, before its own decoding).
 import test from "node:test";
 import assert from "node:assert/strict";
-import { DockerSandboxClient, expectCode, fakeSandbox, startFakeEngine } from "../helpers/fake-engine.js";
+import { HANG_MS, DockerSandboxClient, expectCode, fakeSandbox, startFakeEngine } from "../helpers/fake-engine.js";
 
-const T = { timeout: 20_000 };
+const T = { timeout: HANG_MS }; // a hang fails after minutes; no test races a timer
 const base = { image: "fake:latest", workspace: { type: "ephemeral" }, network: { mode: "none" } };
 
 async function client(t) {

@@ -2,9 +2,9 @@
 // the stream, lines split into single bytes, lines that never end.
 import test from "node:test";
 import assert from "node:assert/strict";
-import { DockerSandboxClient, chunked, expectCode, head, mib, startFakeEngine } from "../helpers/fake-engine.js";
+import { HANG_MS, DockerSandboxClient, chunked, expectCode, head, mib, startFakeEngine } from "../helpers/fake-engine.js";
 
-const T = { timeout: 20_000 };
+const T = { timeout: HANG_MS }; // a hang fails after minutes; no test races a timer
 
 async function client(t) {
   const fake = await startFakeEngine();

@@ -4,10 +4,10 @@
 // engine; no operation is ever started with a wrong one.
 import test from "node:test";
 import assert from "node:assert/strict";
-import { startFakeEngine } from "../helpers/fake-engine.js";
+import { HANG_MS, startFakeEngine } from "../helpers/fake-engine.js";
 import { native } from "../helpers/native.js";
 
-const T = { timeout: 20_000 };
+const T = { timeout: HANG_MS }; // a hang fails after minutes; no test races a timer
 
 // Entry point -> the kind of token its first argument must be, and the arguments after it.
 const ENTRIES = {

@@ -19,6 +19,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import {
+  HANG_MS,
   GO_MODE_DIR,
   GO_MODE_SYMLINK,
   chunked,
@@ -32,7 +33,7 @@ import {
   tarEntry,
 } from "../helpers/fake-engine.js";
 
-const T = { timeout: 60_000 };
+const T = { timeout: HANG_MS }; // a hang fails after minutes; no test races a timer
 const work = mkdtempSync(path.join(tmpdir(), "anvia-fake-tree-"));
 test.after(() => rmSync(work, { recursive: true, force: true }));
 let n = 0;
@@ -166,7 +167,7 @@ test("a tar bomb: a member announcing 1 TiB stops at its header (quota), long be
   nothingLeft(out);
 });
 
-test("a slow consumer holds the engine back: what waits in between stays bounded", { timeout: 120_000 }, async (t) => {
+test("a slow consumer holds the engine back: what waits in between stays bounded", { timeout: HANG_MS }, async (t) => {
   const { fake, runtime } = await fakeSandbox(t);
   const SIZE = 96 * 1024 * 1024;
   let sent = 0;

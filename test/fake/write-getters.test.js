@@ -7,12 +7,12 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import v8 from "node:v8";
 import vm from "node:vm";
-import { fakeSandbox } from "../helpers/fake-engine.js";
+import { HANG_MS, fakeSandbox } from "../helpers/fake-engine.js";
 
 v8.setFlagsFromString("--expose-gc");
 const gc = vm.runInNewContext("gc");
 
-test("a path getter that transfers the data's buffer: the bytes as they were are written", { timeout: 20_000 }, async (t) => {
+test("a path getter that transfers the data's buffer: the bytes as they were are written", { timeout: HANG_MS }, async (t) => {
   const { fake, runtime } = await fakeSandbox(t);
   const size = 1 << 20;
   const data = new Uint8Array(size).fill(0x41);
