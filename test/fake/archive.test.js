@@ -4,6 +4,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import {
+  HANG_MS,
   GO_MODE_DIR,
   GO_MODE_SYMLINK,
   chunked,
@@ -18,7 +19,7 @@ import {
   tarOf,
 } from "../helpers/fake-engine.js";
 
-const T = { timeout: 30_000 };
+const T = { timeout: HANG_MS }; // a hang fails after minutes; no test races a timer
 const MAX_FILE = 1024 * 1024; // the sandboxes below are resumed with maxFileBytes = 1 MiB
 const LIMITS = { "anvia.sandbox.runtime.max-file-bytes": String(MAX_FILE) };
 
@@ -240,12 +241,13 @@ test("a tar bomb: the stat header lies small, the body streams 100 MiB; the read
   );
   fake.route("GET", "/containers/:name/archive", handler);
   const before = process.memoryUsage().rss;
-  const started = Date.now();
+  // The read stops at its bound, not at the end of the body: a hang would fail the test
+  // on its own (minutes-long) timeout; what it shows whatever the machine's speed is that
+  // the engine got to write little of the 100 MiB.
   await expectCode(runtime.readFile({ path: "a.txt" }), "file_too_large");
   const grown = mib(process.memoryUsage().rss - before);
   assert.ok(grown < 50, `rss grew ${grown.toFixed(1)} MiB`);
   assert.ok(stats.written < 16 * 1024 * 1024, `the engine got to write ${mib(stats.written).toFixed(1)} MiB`);
-  assert.ok(Date.now() - started < 10_000);
 });
 
 test("a tar bomb whose tar header lies small too: the read stops at its bound", T, async (t) => {
