@@ -4,6 +4,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import {
+  HANG_MS,
   expectCode,
   fakeSandbox,
   frame,
@@ -15,20 +16,17 @@ import {
   rawExecStart,
   reply,
   sleep,
+  loopTurns,
+  until,
   upgradeHead,
   chunked,
 } from "../helpers/fake-engine.js";
 
-const T = { timeout: 20_000 };
+const T = { timeout: HANG_MS }; // a hang fails after minutes; no test races a timer
 
-async function waitForKiller(fake, ms = 5000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const k = [...fake.state.execs.values()].find(isKiller);
-    if (k) return k;
-    await sleep(5);
-  }
-  throw new Error("no kill-tree exec was created");
+/** Waits for the kill-tree exec, however long it takes (the test's timeout bounds it). */
+function waitForKiller(fake) {
+  return until(() => [...fake.state.execs.values()].find(isKiller));
 }
 
 // ---- cuts ------------------------------------------------------------------------------------------
@@ -113,6 +111,7 @@ test("a 4 GiB frame streaming 64 MiB: output stays bounded by maxOutputBytes, me
       await res.write(upgradeHead());
       // Apart from the head (see the coalesced-head case below for the two together).
       await sleep(50);
+      await loopTurns(10); // the library has read the head, however late the timer fired
       await res.write(frameHeader(1, 0xffffffff));
       for (let i = 0; i < 64; i++) if (!(await res.write(mb))) break;
       res.end();
@@ -184,7 +183,9 @@ test("exec start refused with 409 and a chunked JSON body on a kept-alive connec
       then: "hang",
     }),
   );
-  const err = await expectCode(runtime.exec({ command: "echo", timeoutMs: 5000 }), "docker_command_failed", /exec is already running/);
+  // The timeout only turns a hang (waiting for the connection to close) into a clear
+  // failure, after minutes, before the test's own timeout.
+  const err = await expectCode(runtime.exec({ command: "echo", timeoutMs: HANG_MS / 2 }), "docker_command_failed", /exec is already running/);
   assert.equal(err.details.statusCode, 409);
   assert.equal(err.details.message, "exec is already running");
 });

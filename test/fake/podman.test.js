@@ -10,9 +10,9 @@ import net from "node:net";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DockerSandboxClient, expectCode, frame, isKiller, startFakeEngine, upgradeHead } from "../helpers/fake-engine.js";
+import { HANG_MS, DockerSandboxClient, expectCode, frame, isKiller, loopTurns, startFakeEngine, upgradeHead } from "../helpers/fake-engine.js";
 
-const T = { timeout: 20_000 };
+const T = { timeout: HANG_MS }; // a hang fails after minutes; no test races a timer
 const PODMAN_PING = { "API-Version": "1.41", "Libpod-Api-Version": "4.3.1", Server: "Libpod/4.3.1 (linux)", "Content-Type": "text/plain; charset=utf-8" };
 const text = (b) => Buffer.from(b).toString("utf8");
 
@@ -62,7 +62,10 @@ test("a reset after the output is the end of the stream: the output and the insp
       Object.assign(ctx.exec, { Running: false, ExitCode: 3 });
       res.socket.pause(); // the input stays unread, so closing resets the connection
       await res.write(Buffer.concat([upgradeHead(), frame(1, "out\n"), frame(2, "err\n")]));
+      // The library (this process) reads the output before the reset: turns of the event
+      // loop, each with its poll phase, however late the timer fires on a busy machine.
       await new Promise((resolve) => setTimeout(resolve, 50));
+      await loopTurns(10);
       res.finished = true;
       res.socket.destroy();
     });
@@ -81,6 +84,7 @@ test("a reset while the command still runs is a connection failure", T, async (t
     res.socket.pause();
     await res.write(Buffer.concat([upgradeHead(), frame(1, "partial\n")]));
     await new Promise((resolve) => setTimeout(resolve, 50));
+    await loopTurns(10);
     res.finished = true;
     res.socket.destroy();
   });

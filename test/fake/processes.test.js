@@ -4,9 +4,9 @@
 // group id may belong to another process by now): no stop script runs against either.
 import test from "node:test";
 import assert from "node:assert/strict";
-import { expectCode, fakeSandbox, frame, sleep, upgradeHead } from "../helpers/fake-engine.js";
+import { HANG_MS, expectCode, fakeSandbox, frame, until, upgradeHead } from "../helpers/fake-engine.js";
 
-const T = { timeout: 20_000 };
+const T = { timeout: HANG_MS }; // a hang fails after minutes; no test races a timer
 const isLauncher = (exec) => exec?.body?.Cmd?.[3] === "anvia-process-launcher";
 const isStopScript = (exec) => exec?.body?.Cmd?.[3] === "anvia-process-stop";
 
@@ -20,12 +20,17 @@ function launcher(fake, { marker, exitAfterStart = false }) {
   fake.route("POST", "/exec/:id/start", async (req, res, ctx) => {
     if (!isLauncher(ctx.exec)) return ctx.next();
     const input = ctx.conn.hijack();
-    input.on("data", (chunk) => stdin.push(chunk));
+    let gotStart;
+    const started = new Promise((resolve) => (gotStart = resolve));
+    input.on("data", (chunk) => {
+      stdin.push(chunk);
+      if (Buffer.concat(stdin).includes("start\n")) gotStart();
+    });
     await res.write(upgradeHead());
     ctx.exec.Running = true;
     await res.write(frame(1, marker(ctx.exec.body.Cmd[6])));
     if (!exitAfterStart) return res.hang();
-    for (let i = 0; i < 200 && !Buffer.concat(stdin).includes("start\n"); i++) await sleep(10);
+    await started; // the library's "start" line, however long it takes to come
     await res.write(frame(1, "done\n"));
     Object.assign(ctx.exec, { Running: false, ExitCode: 0 });
     res.end();
@@ -49,12 +54,11 @@ async function exitedProcess(t) {
   launcher(sb.fake, { marker: (m) => `\x1e${m}:4242:4242\x1e`, exitAfterStart: true });
   const started = await sb.runtime.startProcess({ command: "sh", args: ["-c", "echo done"] });
   assert.equal(started.status, "running");
-  let info;
-  for (let i = 0; i < 200; i++) {
-    [info] = await sb.runtime.listProcesses();
-    if (info.status !== "running") break;
-    await sleep(10);
-  }
+  // Its exec ends once the fake has had the "start" line: polled until the process shows it.
+  const info = await until(async () => {
+    const [p] = await sb.runtime.listProcesses();
+    return p.status !== "running" && p;
+  });
   assert.equal(info.status, "exited");
   return { ...sb, info };
 }

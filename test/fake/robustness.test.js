@@ -5,6 +5,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import {
+  HANG_MS,
   DockerSandboxClient,
   DockerSandboxError,
   expectCode,
@@ -14,25 +15,38 @@ import {
   mib,
   notKiller,
   sleep,
+  loopTurns,
   startFakeEngine,
+  until,
   upgradeHead,
 } from "../helpers/fake-engine.js";
 
-const T = { timeout: 30_000 };
+const T = { timeout: HANG_MS }; // a hang fails after minutes; no test races a timer
 
-/** An exec start that streams `chunk` as stdout frames until the connection is gone. */
+/**
+ * An exec start that streams `chunk` as stdout frames until the connection is gone. In
+ * `stats`: `written`, `blocked` (a write is waiting because the socket took less than all
+ * of it: the reader is behind) and `ended` (the connection is gone).
+ */
 function endlessStream(chunk, stats = { written: 0 }) {
+  stats.blocked = false;
+  stats.ended = false;
   return notKiller(async (req, res, ctx) => {
     ctx.conn.hijack();
     await res.write(upgradeHead());
     // Apart from the head: a head and a full read of stream in one read is its own case
     // (exec-stream.test.js, "the 101 head and 32 KiB of output arriving in one read").
     await sleep(50);
+    await loopTurns(10); // the library has read the head, however late the timer fired
     const f = frame(1, chunk);
     while (!res.destroyed) {
-      if (!(await res.write(f))) break;
+      const wrote = res.write(f);
+      stats.blocked = res.socket.writableLength > 0;
+      if (!(await wrote)) break;
+      stats.blocked = false;
       stats.written += chunk.length;
     }
+    stats.ended = true;
   });
 }
 
@@ -40,8 +54,8 @@ test("destroy() while an exec is stuck: the exec rejects with invalid_state, des
   const { fake, runtime, sandbox } = await fakeSandbox(t, { id: "d1" });
   fake.route("POST", "/exec/:id/start", notKiller({ hang: true }));
   const running = expectCode(runtime.exec({ command: "sleep", args: ["100"] }), "invalid_state", /being destroyed/);
-  await fake.waitFor("POST", "/start");
-  await sleep(20);
+  // Stuck: its exec start reached the fake, which never answers it.
+  await fake.waitFor("POST", /^\/exec\/[^/]+\/start$/);
   await sandbox.destroy();
   await running;
   assert.equal(sandbox.state, "destroyed");
@@ -68,7 +82,9 @@ test("an execStream consumer that breaks out of an endless stream ends it", T, a
     if (seen > 1024 * 1024) break;
   }
   const at = stats.written;
-  await sleep(200);
+  // Ended: the connection goes (waited for, however long that takes here), and little
+  // more was written to it after the break.
+  await until(() => stats.ended);
   assert.ok(stats.written - at < 4 * 1024 * 1024, "the connection stopped being read");
   // The sandbox is still usable.
   undo();
@@ -89,8 +105,11 @@ test("a slow execStream consumer: back-pressure reaches the engine, memory stays
     if (!paused && seen > 512 * 1024) {
       paused = true;
       // Stop consuming for a while: the engine must be held back, not buffered into memory.
+      // At least 500 ms, and until the engine's writes block (the library stopped reading),
+      // however long that takes here, unless it wrote too much first.
       const at = stats.written;
-      await sleep(500);
+      const pausedAt = Date.now();
+      await until(() => (Date.now() - pausedAt >= 500 && stats.blocked) || stats.written - at >= 8 * 1024 * 1024);
       const during = stats.written - at;
       assert.ok(during < 8 * 1024 * 1024, `the engine wrote ${mib(during).toFixed(1)} MiB while nobody read`);
     }
@@ -119,7 +138,7 @@ test("many operations queued behind a slow /_ping all go through once it answers
   assert.equal(fake.seen("GET", "/_ping").length, 1);
 });
 
-test("aborts at random moments across an exec's life: no crash, each settles once", { timeout: 60_000 }, async (t) => {
+test("aborts at random moments across an exec's life: no crash, each settles once", { timeout: HANG_MS }, async (t) => {
   const { fake, runtime } = await fakeSandbox(t);
   // Slow every step a little so aborts land inside each of them.
   const slow = (ms) => async (req, res, ctx) => {
@@ -144,12 +163,22 @@ test("aborts at random moments across an exec's life: no crash, each settles onc
       res.end();
     }),
   ));
+  // The aborts land at random within the time an exec takes on this machine (measured
+  // here first, and widened should none complete): across its whole life, however slow.
+  let window = 0;
+  for (let i = 0; i < 5; i++) {
+    const started = performance.now();
+    assert.equal((await runtime.exec({ command: "x" })).exitCode, 0);
+    window = Math.max(window, performance.now() - started);
+  }
+  window *= 1.25;
   let aborted = 0;
   let completed = 0;
-  for (let i = 0; i < 150; i++) {
+  for (let i = 0; i < 150 || aborted === 0 || completed === 0; i++) {
+    if (i >= 150 && i % 50 === 0) window = completed === 0 ? window * 2 : window / 2;
     const controller = new AbortController();
     const reason = new Error("random abort");
-    setTimeout(() => controller.abort(reason), Math.random() * 25);
+    const timer = setTimeout(() => controller.abort(reason), Math.random() * window);
     try {
       const r = await runtime.exec({ command: "x", abortSignal: controller.signal });
       assert.equal(r.exitCode, 0);
@@ -158,10 +187,13 @@ test("aborts at random moments across an exec's life: no crash, each settles onc
       assert.equal(e, reason, e?.message);
       aborted++;
     }
+    clearTimeout(timer);
   }
   assert.ok(aborted > 0 && completed > 0, `aborted ${aborted}, completed ${completed}`);
+  t.diagnostic(`aborted ${aborted}, completed ${completed}, aborts within ${window.toFixed(1)} ms`);
   for (const u of undo) u();
-  const r = await runtime.exec({ command: "echo", args: ["still fine"], abortSignal: AbortSignal.timeout(5000) });
+  // The abort only turns a hang into a clear failure, after minutes.
+  const r = await runtime.exec({ command: "echo", args: ["still fine"], abortSignal: AbortSignal.timeout(HANG_MS / 2) });
   assert.equal(Buffer.from(r.stdout).toString(), "still fine\n");
 });
 
@@ -180,7 +212,13 @@ test("the engine vanishes under 30 operations in flight: every one rejects, none
     ops.push(runtime.readFile({ path: `f${i}.txt` }));
     ops.push(runtime.writeTextFile({ path: `w${i}.txt`, text: "w" }));
   }
-  await sleep(200);
+  // Every one in flight at the fake (stuck there), however long they took to get there.
+  await until(
+    () =>
+      fake.seen("POST", /^\/exec\/[^/]+\/start$/).length >= 10 &&
+      fake.seen("GET", "/archive").length >= 10 &&
+      fake.seen("PUT", "/archive").length >= 10,
+  );
   await fake.close();
   const settled = await Promise.allSettled(ops);
   for (const s of settled) {
@@ -190,7 +228,7 @@ test("the engine vanishes under 30 operations in flight: every one rejects, none
   }
 });
 
-test("listFiles over garbage command output: a result or a DockerSandboxError, never a crash", { timeout: 60_000 }, async (t) => {
+test("listFiles over garbage command output: a result or a DockerSandboxError, never a crash", { timeout: HANG_MS }, async (t) => {
   const { fake, runtime } = await fakeSandbox(t);
   let seed = 12345;
   const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
