@@ -11,6 +11,7 @@ export class DockerSandboxHandle {
   #state = "running";
   #sandbox;
   #workdir;
+  #containerRuntime;
   #runtimeImpl;
   #stopPromise;
   #destroyPromise;
@@ -18,6 +19,7 @@ export class DockerSandboxHandle {
   constructor(info) {
     this.#sandbox = info.sandbox;
     this.#workdir = info.workdir;
+    this.#containerRuntime = info.containerRuntime;
     this.id = info.id;
     this.#runtimeImpl = new SandboxRuntime(info, () => this.#state);
     this.runtime = Object.freeze(this.#runtimeImpl.publicRuntime());
@@ -32,7 +34,7 @@ export class DockerSandboxHandle {
     if (options.files !== true && options.ports !== true && options.processes !== true) {
       throw new TypeError("Sandbox inspector must enable at least one capability.");
     }
-    let inspector = { id: this.id, provider: "docker", workdir: this.#workdir };
+    let inspector = { id: this.id, provider: "docker", workdir: this.#workdir, containerRuntime: this.#containerRuntime };
     if (options.files === true) {
       inspector = {
         ...inspector,

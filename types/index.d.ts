@@ -86,6 +86,10 @@ export type CreateDockerSandboxOptions = {
   readonly files?: Readonly<Record<string, string | Uint8Array>>;
   /** Idle and lifetime limits, kept in the container's labels. */
   readonly lifetime?: DockerSandboxLifetime;
+  /** An OCI runtime registered in the daemon (`"runsc"` for gVisor, `"crun"`, ...); the
+   * daemon's default when omitted. Checked against the daemon (`runtime_not_found`) before
+   * anything is made, kept in the `anvia.sandbox.container-runtime` label. */
+  readonly containerRuntime?: string;
   readonly abortSignal?: AbortSignal;
 };
 
@@ -425,6 +429,9 @@ export type DockerSandboxInspector = {
   readonly id: string;
   readonly provider: "docker";
   readonly workdir: string;
+  /** The OCI runtime the container runs under: the one asked for at create, or `"default"`.
+   * A sandbox made without the label reports its engine's runtime (`"runc"`, say). */
+  readonly containerRuntime: string;
   /** With `files: true`. */
   readonly listFiles?: DockerSandboxRuntime["listFiles"];
   /** With `files: true`. */
@@ -594,6 +601,7 @@ export type DockerSandboxErrorCode =
   | "docker_unavailable"
   | "docker_command_failed"
   | "image_not_found"
+  | "runtime_not_found"
   | "volume_not_found"
   | "sandbox_not_found"
   | "invalid_state"

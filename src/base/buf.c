@@ -107,3 +107,27 @@ char *str_vformat(const char *fmt, va_list ap) {
   va_end(fill);
   return out;
 }
+
+int buf_append_js_string(buf_t *b, const char *s, size_t len) {
+  if (buf_append(b, "\"", 1) != 0) return -1;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    const char *esc = NULL;
+    switch (c) {
+      case '"': esc = "\\\""; break;
+      case '\\': esc = "\\\\"; break;
+      case '\b': esc = "\\b"; break;
+      case '\f': esc = "\\f"; break;
+      case '\n': esc = "\\n"; break;
+      case '\r': esc = "\\r"; break;
+      case '\t': esc = "\\t"; break;
+      default: break;
+    }
+    int rc;
+    if (esc) rc = buf_append_str(b, esc);
+    else if (c < 0x20) rc = buf_printf(b, "\\u%04x", c);
+    else rc = buf_append(b, &s[i], 1);
+    if (rc != 0) return -1;
+  }
+  return buf_append(b, "\"", 1);
+}

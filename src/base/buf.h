@@ -30,6 +30,11 @@ int buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 
 int buf_terminate(buf_t *b);
 /* Removes the first n bytes. */
 void buf_consume(buf_t *b, size_t n);
+/* Appends `s` (`len` bytes of UTF-8, NULs allowed) quoted as JavaScript's JSON.stringify
+ * quotes a string, for messages that name a caller's value the way the original did:
+ * `"`, `\` and the control characters escaped (\b \f \n \r \t, else \u00xx in
+ * lower case), everything else as is. */
+int buf_append_js_string(buf_t *b, const char *s, size_t len);
 /* Hands the allocation to the caller (NUL-terminated) and leaves b empty. */
 char *buf_steal(buf_t *b, size_t *len_out);
 

@@ -23,6 +23,7 @@ typedef enum err_kind {
 #define CODE_DOCKER_COMMAND_FAILED "docker_command_failed"
 #define CODE_IMAGE_NOT_FOUND "image_not_found"
 #define CODE_VOLUME_NOT_FOUND "volume_not_found"
+#define CODE_RUNTIME_NOT_FOUND "runtime_not_found"
 #define CODE_SANDBOX_NOT_FOUND "sandbox_not_found"
 #define CODE_INVALID_STATE "invalid_state"
 #define CODE_INVALID_PATH "invalid_path"

@@ -73,6 +73,13 @@ json_t *forkspec_container(json_t *ins, const fork_names_t *n, err_t *err) {
   for (size_t i = 0; rc == 0 && i < sizeof(host_keys) / sizeof(host_keys[0]); i++)
     rc = copy_field(host, hc_in, host_keys[i]);
   if (rc == 0) rc = fresh_host_ports(host);
+  /* The parent's OCI runtime: asked for again when the parent asked for one by name (its
+   * label), and recorded on the fork as resumeSandbox reads the parent's. */
+  json_t *asked = json_object_get(labels, LABEL_CONTAINER_RUNTIME);
+  if (rc == 0 && json_is_string(asked) && json_string_length(asked) > 0 &&
+      strcmp(json_string_value(asked), DEFAULT_CONTAINER_RUNTIME) != 0)
+    rc = json_object_set_new(host, "Runtime", json_string(json_string_value(asked)));
+  if (rc == 0) rc = set_str(labels, LABEL_CONTAINER_RUNTIME, runspec_container_runtime(ins));
   if (rc == 0) {
     rc = set_str(labels, LABEL_ID, n->fork_id) | set_str(labels, LABEL_WS_TYPE, "ephemeral") |
          set_str(labels, LABEL_WS_VOLUME, n->volume) | set_str(labels, LABEL_FORK_IMAGE, n->image) |

@@ -86,7 +86,7 @@ static int set_str(json_t *obj, const char *key, const char *value) {
 }
 
 /* The labels a sandbox is resumed from: the caller's, then the schema, id, workdir,
- * workspace, network and runtime limits. */
+ * workspace, network, runtime limits and container runtime. */
 static json_t *labels_for(const create_opts_t *o, const char *volume) {
   json_t *labels = json_object();
   if (labels == NULL) return NULL;
@@ -111,6 +111,9 @@ static json_t *labels_for(const create_opts_t *o, const char *volume) {
     snprintf(num, sizeof(num), "%lld", (long long)limits[i].value);
     set_str(labels, limits[i].label, num);
   }
+  json_object_set_new(labels, LABEL_CONTAINER_RUNTIME,
+                      o->container_runtime ? json_stringn(o->container_runtime, o->container_runtime_len)
+                                           : json_string(DEFAULT_CONTAINER_RUNTIME));
   return labels;
 }
 
@@ -233,6 +236,8 @@ json_t *runspec_build(const create_opts_t *o, const char *volume, err_t *err) {
   set_network(body, host, o);
   if (set_resources(host, o, err) != 0) goto fail;
   if (set_security(host, o) != 0) goto oom;
+  if (o->container_runtime)
+    json_object_set_new(host, "Runtime", json_stringn(o->container_runtime, o->container_runtime_len));
   json_object_set_new(body, "HostConfig", host);
   return body;
 oom:
@@ -305,4 +310,12 @@ int configured_ports(json_t *inspection, int **ports, size_t *n) {
     if (all_digits && port_number(digits, &port) == 0) (*ports)[(*n)++] = port;
   }
   return 0;
+}
+
+const char *runspec_container_runtime(json_t *inspection) {
+  json_t *label = json_object_get(json_object_get(json_object_get(inspection, "Config"), "Labels"), LABEL_CONTAINER_RUNTIME);
+  if (json_is_string(label) && json_string_length(label) > 0) return json_string_value(label);
+  json_t *host = json_object_get(json_object_get(inspection, "HostConfig"), "Runtime");
+  if (json_is_string(host) && json_string_length(host) > 0) return json_string_value(host);
+  return DEFAULT_CONTAINER_RUNTIME;
 }

@@ -32,6 +32,8 @@
 #define LABEL_MAX_OUTPUT "anvia.sandbox.runtime.max-output-bytes"
 #define LABEL_MAX_FILE "anvia.sandbox.runtime.max-file-bytes"
 #define LABEL_MAX_PROCESSES "anvia.sandbox.runtime.max-processes"
+/* The OCI runtime the container runs under ("default" for the daemon's default). */
+#define LABEL_CONTAINER_RUNTIME "anvia.sandbox.container-runtime"
 
 /* A read-only rootfs gets this tmpfs for the in-sandbox agent (engine/agent_conn.c). */
 #define AGENT_TMPFS_PATH "/.anvia"
@@ -60,5 +62,11 @@ typedef struct published_port {
 int ports_from_inspection(json_t *inspection, const int *ports, size_t n, published_port_t *out, err_t *err);
 /* Container ports configured in HostConfig.PortBindings ("N/tcp" keys), in key order. */
 int configured_ports(json_t *inspection, int **ports, size_t *n);
+
+/* The OCI runtime a container runs under, as upstream's resumeSandbox reads it: the
+ * anvia.sandbox.container-runtime label when non-empty, else HostConfig.Runtime when
+ * non-empty (a sandbox made before the label existed reports, say, "runc"), else
+ * "default". Borrowed from `inspection`. */
+const char *runspec_container_runtime(json_t *inspection);
 
 #endif

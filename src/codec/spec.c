@@ -41,6 +41,7 @@ void create_opts_free(create_opts_t *o) {
   free(o->seccomp_json);
   strv_free(o->cap_drop, o->ncap_drop);
   strv_free(o->cap_add, o->ncap_add);
+  free(o->container_runtime);
   memset(o, 0, sizeof(*o));
 }
 

@@ -18,6 +18,7 @@
 #define DEFAULT_MAX_OUTPUT_BYTES (1024 * 1024)
 #define DEFAULT_MAX_FILE_BYTES (10 * 1024 * 1024)
 #define DEFAULT_MAX_PROCESSES 4
+#define DEFAULT_CONTAINER_RUNTIME "default"
 
 typedef struct kv {
   char *key;
@@ -78,6 +79,12 @@ typedef struct create_opts {
   size_t ncap_drop;
   char **cap_add;
   size_t ncap_add;
+  /* The OCI runtime registered in the daemon (HostConfig.Runtime, e.g. "runsc"); NULL for
+   * the daemon's default, which the label records as "default". The caller's string may
+   * hold a NUL (no daemon has such a runtime: the create's check refuses it), hence the
+   * length. */
+  char *container_runtime;
+  size_t container_runtime_len;
 } create_opts_t;
 
 void create_opts_free(create_opts_t *o);

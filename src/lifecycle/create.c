@@ -5,7 +5,8 @@
  *
  * Steps (each one engine request):
  *   container must not exist -> image must exist -> named volume must exist (docker-volume)
- *   -> create the ephemeral volume -> create the container -> start it -> look up the
+ *   -> the containerRuntime asked for must be registered in the daemon (GET /info, only
+ *   when one is asked for) -> create the ephemeral volume -> create the container -> start it -> look up the
  *   sandbox user's uid/gid (non-root users) -> give the user the workspace root (read-only
  *   rootfs: through a never-started helper container) -> one archive upload with every
  *   initial directory and file -> read the engine-chosen host ports.
@@ -27,6 +28,7 @@
 #include "base/rand.h"
 #include "codec/paths.h"
 #include "codec/runspec.h"
+#include "codec/runtimes.h"
 #include "codec/upload.h"
 #include "codec/userspec.h"
 #include "lifecycle/client.h"
@@ -44,6 +46,7 @@ typedef enum {
   C_CHECK_CONTAINER = 1,
   C_CHECK_IMAGE,
   C_CHECK_VOLUME,
+  C_CHECK_RUNTIME,
   C_CREATE_VOLUME,
   C_CREATE_CONTAINER,
   C_START,
@@ -333,7 +336,9 @@ static int make_sandbox(create_op_t *op, err_t *err) {
   s->runtime = op->o.runtime;
   s->readonly_rootfs = op->o.readonly_rootfs;
   s->user = strdup(op->o.user ? op->o.user : op->image_user ? op->image_user : "");
-  if (!s->id || !s->container_name || !s->workdir || !s->volume_name || !s->user) return err_oom(err);
+  s->container_runtime = strdup(op->o.container_runtime ? op->o.container_runtime : DEFAULT_CONTAINER_RUNTIME);
+  if (!s->id || !s->container_name || !s->workdir || !s->volume_name || !s->user || !s->container_runtime)
+    return err_oom(err);
   return 0;
 }
 
@@ -499,6 +504,11 @@ static void step_next(create_op_t *op) {
         if (op->o.ws_ephemeral) continue;
         req = req_for(op, "GET", "/volumes/%s", op->volume_name);
         break;
+      case C_CHECK_RUNTIME:
+        if (op->o.container_runtime == NULL) continue;
+        req = http_req_new(op->eng, "GET", "/info");
+        if (req) http_req_set_limit(req, RUNTIMES_MAX_INFO_BYTES);
+        break;
       case C_CREATE_VOLUME:
         if (!op->o.ws_ephemeral) continue;
         req = volume_create_req(op);
@@ -563,6 +573,43 @@ static void step_next(create_op_t *op) {
   }
 }
 
+/* The daemon's answer to GET /info: the containerRuntime asked for must be one of its
+ * `Runtimes`. Upstream's three messages. */
+static void check_runtime(create_op_t *op, http_req_t *req, err_t *err) {
+  if (!http_req_ok(req)) {
+    http_req_error(req, err);
+    wrap_failure(err, "Unable to inspect Docker runtimes.");
+    return;
+  }
+  const buf_t *reply = &req->resp;
+  switch (runtimes_lookup((const char *)reply->data, reply->len, op->o.container_runtime, op->o.container_runtime_len)) {
+    case RUNTIME_REGISTERED:
+      return;
+    case RUNTIME_NOMEM:
+      err_oom(err);
+      return;
+    case RUNTIME_INVALID:
+      err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Docker returned invalid runtime metadata.");
+      return;
+    case RUNTIME_MISSING: {
+      buf_t quoted;
+      buf_init(&quoted, 0);
+      if (buf_append_js_string(&quoted, op->o.container_runtime, op->o.container_runtime_len) != 0 ||
+          buf_terminate(&quoted) != 0) {
+        buf_free(&quoted);
+        err_oom(err);
+        return;
+      }
+      err_sandbox(err, CODE_RUNTIME_NOT_FOUND,
+                  "Docker runtime is not registered in the daemon: %s. Install the runtime (for gVisor: runsc "
+                  "install) and restart the Docker daemon.",
+                  (const char *)quoted.data);
+      buf_free(&quoted);
+      return;
+    }
+  }
+}
+
 static void on_resp(http_req_t *req, void *ud) {
   create_op_t *op = ud;
   op->req = NULL;
@@ -611,6 +658,9 @@ static void on_resp(http_req_t *req, void *ud) {
         http_req_error(req, &err);
         wrap_failure(&err, "Unable to inspect Docker volume.");
       }
+      break;
+    case C_CHECK_RUNTIME:
+      check_runtime(op, req, &err);
       break;
     case C_INSPECT_PORTS:
       if (!ok) {

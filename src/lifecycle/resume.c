@@ -100,7 +100,9 @@ static int configuration_from_inspection(resume_op_t *op, json_t *ins, err_t *er
   json_t *user = json_object_get(json_object_get(ins, "Config"), "User");
   s->user = strdup(json_is_string(user) ? json_string_value(user) : "");
   s->readonly_rootfs = json_is_true(json_object_get(json_object_get(ins, "HostConfig"), "ReadonlyRootfs"));
-  if (!s->id || !s->container_name || !s->workdir || !s->volume_name || !s->user) return err_oom(err);
+  s->container_runtime = strdup(runspec_container_runtime(ins));
+  if (!s->id || !s->container_name || !s->workdir || !s->volume_name || !s->user || !s->container_runtime)
+    return err_oom(err);
   /* The idle limit's activity tracker, and the image a fork owns (removed with it). */
   lifetime_t limits;
   if (lifetime_from_labels(labels, &limits, err) != 0 || lifetime_track(op->op.js, s, &limits, err) != 0 ||

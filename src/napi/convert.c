@@ -118,6 +118,8 @@ napi_value sandbox_to_js(napi_env env, sandbox_t *s) {
   napi_set_named_property(env, o, "sandbox", ext);
   napi_set_named_property(env, o, "id", nu_string(env, s->id));
   napi_set_named_property(env, o, "workdir", nu_string(env, s->workdir));
+  napi_set_named_property(env, o, "containerRuntime",
+                          nu_string(env, s->container_runtime ? s->container_runtime : DEFAULT_CONTAINER_RUNTIME));
   napi_create_array_with_length(env, s->nports, &ports);
   for (size_t i = 0; i < s->nports; i++)
     napi_set_element(env, ports, (uint32_t)i, published_port_to_js(env, s->ports[i].container_port, s->ports[i].host_port));

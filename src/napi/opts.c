@@ -481,6 +481,24 @@ static int read_env_labels_user(napi_env env, napi_value options, create_opts_t 
   return o->user ? 0 : err_oom(err);
 }
 
+/* containerRuntime (upstream 1.1.2): a non-empty string naming a runtime registered in the
+ * daemon; omitted, or "default", is the daemon's default (nothing sent). Whether the daemon
+ * has it is checked at create (lifecycle/create.c), before anything is made. */
+static int read_container_runtime(napi_env env, napi_value v, create_opts_t *o, err_t *err) {
+  if (nu_is_undefined(env, v)) return 0;
+  if (check_nonempty_string(env, v, "containerRuntime", err)) return -1;
+  size_t len = 0;
+  char *name = nu_strdup_len(env, v, &len);
+  if (name == NULL) return err_oom(err);
+  if (len == strlen(DEFAULT_CONTAINER_RUNTIME) && memcmp(name, DEFAULT_CONTAINER_RUNTIME, len) == 0) {
+    free(name);
+    return 0;
+  }
+  o->container_runtime = name;
+  o->container_runtime_len = len;
+  return 0;
+}
+
 /* The image, and the id (given, or a new UUID), copied last as the original did. */
 static int take_image_and_id(napi_env env, napi_value image, napi_value id, create_opts_t *o, err_t *err) {
   o->image = nu_strdup(env, image);
@@ -498,16 +516,17 @@ static int take_image_and_id(napi_env env, napi_value image, napi_value id, crea
 /*
  * Where `docker run` (createRunArgs) put each user-given argument that may hold a NUL:
  * "run -d --name <c> --mount <m> -w <workdir>", a "--label k=v" pair per user label then
- * the 10 runtime labels, "--env k=v" per env entry, "--user u", the network ("--network
+ * the 11 runtime labels (upstream 1.1.2 added anvia.sandbox.container-runtime), "--env k=v" per env entry, "--user u", the network ("--network
  * none" or a "--publish" per port), "--memory", "--cpus", "--pids-limit", "--shm-size",
  * "--read-only", "--security-opt no-new-privileges:true", "--security-opt seccomp=...",
  * "--cap-drop c" per dropped capability (["ALL"] unless given), "--cap-add c" per added
- * one, then the image and its command.
+ * one, "--runtime r" (upstream 1.1.2; never reached with a NUL in r: the daemon check
+ * before the run refuses that name), then the image and its command.
  */
 static void note_run_args(napi_env env, const create_opts_t *o, create_nuls_t *nuls, argv_nul_t *n) {
   size_t pos = 8;
   argv_nul_note_hit(env, n, pos + 2 * nuls->labels.index + 1, &nuls->labels);
-  pos += 2 * (o->labels.count + 10);
+  pos += 2 * (o->labels.count + 11);
   argv_nul_note_hit(env, n, pos + 2 * nuls->env.index + 1, &nuls->env);
   pos += 2 * o->env.count;
   if (nuls->user) {
@@ -579,7 +598,9 @@ int create_opts_read(napi_env env, napi_value options, create_opts_t *o, napi_va
       read_security(env, nu_get(env, options, "security"), o, &nuls, err) ||
       read_env_labels_user(env, options, o, &nuls, err) ||
       read_dirs(env, nu_get(env, options, "directories"), o, err) ||
-      read_files(env, nu_get(env, options, "files"), runtime, o, err) || take_image_and_id(env, image, id, o, err) ||
+      read_files(env, nu_get(env, options, "files"), runtime, o, err) ||
+      read_container_runtime(env, nu_get(env, options, "containerRuntime"), o, err) ||
+      take_image_and_id(env, image, id, o, err) ||
       late_error(env, image, o, &nuls, late, err)) {
     create_opts_free(o);
     *late = NULL;

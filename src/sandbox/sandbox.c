@@ -40,6 +40,7 @@ void sandbox_unref(sandbox_t *s) {
   kv_list_free(&s->env);
   free(s->ports);
   free(s->user);
+  free(s->container_runtime);
   free(s);
 }
 

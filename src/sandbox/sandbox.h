@@ -37,6 +37,7 @@ typedef struct sandbox {
   published_port_t *ports;
   size_t nports;
   char *user; /* the container's effective user ("" = image default root) */
+  char *container_runtime; /* the OCI runtime it runs under ("default": the daemon's own) */
   int readonly_rootfs;
   int find_lacks_printf; /* learned on the first listing: list with find -exec stat */
   int owner_known;

@@ -242,6 +242,9 @@ async function main(): Promise<void> {
   if (inspector.readProcessLogs !== undefined) await inspector.readProcessLogs({ processId: server.id });
   // @ts-expect-error readFile may be absent
   await inspector.readFile({ path: "README.md" });
+  // Always there (upstream 1.1.2): the OCI runtime, "default" unless one was asked for.
+  const containerRuntime: string = inspector.containerRuntime;
+  void containerRuntime;
 
   // Tools, handed to the agent loop.
   const toolOptions: CreateDockerSandboxToolsOptions = {
@@ -501,3 +504,24 @@ async function treeTransfers(sandbox: DockerSandbox, abortSignal: AbortSignal): 
 void treeTransfers;
 
 export { main };
+
+// Upstream 1.1.2: another OCI runtime registered in the daemon (gVisor), and its error code.
+async function underGvisor(client: DockerSandboxClient): Promise<string> {
+  const options: CreateDockerSandboxOptions = {
+    image: "anvia-sandbox/bookworm:local",
+    workspace: { type: "ephemeral" },
+    network: { mode: "none" },
+    containerRuntime: "runsc",
+  };
+  try {
+    const sandbox = await client.createSandbox(options);
+    return sandbox.inspector({ files: true }).containerRuntime;
+  } catch (error) {
+    if (error instanceof DockerSandboxError && error.code === "runtime_not_found") return "missing";
+    throw error;
+  }
+}
+// @ts-expect-error containerRuntime is a string
+const badRuntime: CreateDockerSandboxOptions = { image: "x", workspace: { type: "ephemeral" }, network: { mode: "none" }, containerRuntime: 1 };
+void badRuntime;
+void underGvisor;

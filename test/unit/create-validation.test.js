@@ -133,6 +133,12 @@ const cases = [
   [{ ...base, files: { a: new Uint16Array(2) } }, TypeError, "Initial file must be a string or Uint8Array: a"],
   [{ ...base, files: { a: "é" }, runtime: { maxFileBytes: 1 } }, DockerSandboxError, "Initial file exceeds maxFileBytes (2 > 1): a", "file_too_large"],
   [{ ...base, files: { "x/y": new Uint8Array(11 * 1024 * 1024) } }, DockerSandboxError, "Initial file exceeds maxFileBytes (11534336 > 10485760): x/y", "file_too_large"],
+  // Upstream 1.1.2 (checked last here: where upstream checks it among the others is not
+  // in the sources we have).
+  [{ ...base, containerRuntime: "" }, TypeError, "containerRuntime must be a non-empty string."],
+  [{ ...base, containerRuntime: 5 }, TypeError, "containerRuntime must be a non-empty string."],
+  [{ ...base, containerRuntime: null }, TypeError, "containerRuntime must be a non-empty string."],
+  [{ ...base, containerRuntime: ["runsc"] }, TypeError, "containerRuntime must be a non-empty string."],
 ];
 
 test("createSandbox validation: every rule, in the original's order", async () => {

@@ -52,7 +52,8 @@ function createExecArgs(containerName, sandboxEnv, options, workdir = "/workspac
 function createRunArgs(options) {
   const labelPrefix = "anvia.sandbox.";
   const runtimeLabels = Object.fromEntries(
-    ["schema", "id", "workdir", "workspace.type", "workspace.volume", "network.mode", "runtime.command-timeout-ms", "runtime.max-output-bytes", "runtime.max-file-bytes", "runtime.max-processes"].map((k) => [labelPrefix + k, "v"]),
+    // Upstream 1.1.2 added container-runtime to rc.10's ten.
+    ["schema", "id", "workdir", "workspace.type", "workspace.volume", "network.mode", "runtime.command-timeout-ms", "runtime.max-output-bytes", "runtime.max-file-bytes", "runtime.max-processes", "container-runtime"].map((k) => [labelPrefix + k, "v"]),
   );
   const args = ["run", "-d", "--name", "anvia-sandbox-x", "--mount", "type=volume,src=v,dst=/workspace", "-w", "/workspace"];
   for (const [key, value] of Object.entries({ ...(options.labels ?? {}), ...runtimeLabels })) args.push("--label", `${key}=${value}`);
@@ -69,6 +70,7 @@ function createRunArgs(options) {
   if (options.security?.seccompProfile !== undefined) args.push("--security-opt", `seccomp=${options.security.seccompProfile.path}`);
   for (const capability of options.security?.dropCapabilities ?? ["ALL"]) args.push("--cap-drop", capability);
   for (const capability of options.security?.addCapabilities ?? []) args.push("--cap-add", capability);
+  if (options.containerRuntime !== undefined && options.containerRuntime !== "default") args.push("--runtime", options.containerRuntime);
   args.push(options.image, "sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done");
   return args;
 }
@@ -209,6 +211,7 @@ const createCases = [
   ["a dropped capability", { ...base, user: "u", security: { dropCapabilities: ["A", "B\0"] } }],
   ["an added capability", { ...base, network: { mode: "bridge", ports: [80, 81] }, resources: { memoryMb: 1, cpus: 0.5, pidsLimit: 5, sharedMemoryMb: 2 }, security: { readonlyRootfs: true, noNewPrivileges: false, addCapabilities: ["NET_ADMIN", "\0"] } }],
   ["a label before the env and the user", { ...base, labels: { x: "\0" }, env: { A: "\0" }, user: "\0" }],
+  ["an added capability, under another runtime", { ...base, containerRuntime: "runsc", security: { addCapabilities: ["\0"] } }],
 ];
 
 for (const [name, options] of createCases) {
