@@ -19,7 +19,10 @@
  *   the fork (codec/forkspec.c) -> start it -> read its published ports.
  * Rollback (a failure, or the caller's abort): unpause the parent if it is still paused,
  * remove the fork's container, the helper, the volume and the image; their errors are
- * kept beside the first one (an AggregateError, as createSandbox's).
+ * kept beside the first one (an AggregateError, as createSandbox's). A container removal
+ * the engine refuses because the container is changing state at that moment (the copy
+ * helper exiting as it is removed: Podman answers 500 "container state improper") is
+ * asked again, up to RB_REMOVE_TRIES times, RB_RETRY_MS apart.
  *
  * The fork owns its image (label anvia.sandbox.fork.image): destroy() removes it after
  * the container. A fork of a fork builds on its parent's image, which the engine then
@@ -37,6 +40,7 @@
 #include "codec/lifetime.h"
 #include "codec/runspec.h"
 #include "codec/sandboxes.h"
+#include "engine/timer.h"
 #include "lifecycle/lifetime.h"
 #include "napi/convert.h"
 #include "napi/op.h"
@@ -72,6 +76,8 @@ typedef enum {
 } fork_step_t;
 
 #define MAX_RB_ERRORS 4
+#define RB_REMOVE_TRIES 5
+#define RB_RETRY_MS 200
 #define MAX_LOG_BYTES (64 * 1024)
 #define MAX_LOG_TEXT 2048
 
@@ -90,6 +96,8 @@ typedef struct fork_op {
   http_req_t *req;
   sandbox_t *fork;
   int rolling_back, cancelled_by_caller, rollback_when_answered;
+  sbx_timer_t *rb_timer; /* before asking again for a refused removal */
+  int rb_tries;          /* of the current removal */
   err_t err;
   err_t rb_err[MAX_RB_ERRORS];
   size_t n_rb_err;
@@ -251,8 +259,26 @@ static void rollback_next(fork_op_t *op) {
   }
 }
 
+static void on_rb_retry(void *ud) {
+  fork_op_t *op = ud;
+  op->rb_timer = NULL;
+  op->step--; /* the same removal again */
+  rollback_next(op);
+}
+
+/* 1 when the removal just refused is asked again later (see the top of the file). */
+static int retry_removal(fork_op_t *op, const http_req_t *req) {
+  if (op->step != R_CONTAINER && op->step != R_HELPER) return 0;
+  if (req->status != 409 && req->status != 500) return 0;
+  if (++op->rb_tries >= RB_REMOVE_TRIES) return 0;
+  op->rb_timer = sbx_timer_start(engine_io(op->eng), RB_RETRY_MS, on_rb_retry, op);
+  return op->rb_timer != NULL;
+}
+
 static void on_rollback_resp(fork_op_t *op, http_req_t *req) {
   int ok = http_req_ok(req), not_found = http_req_not_found(req);
+  if (!ok && !not_found && retry_removal(op, req)) return;
+  op->rb_tries = 0;
   if (op->step == R_UNPAUSE) {
     op->unpaused = 1; /* tried: a 409 means the signal already thawed it */
     release_parent(op);
@@ -304,7 +330,9 @@ static int make_fork(fork_op_t *op, err_t *err) {
   s->uid = p->uid;
   s->gid = p->gid;
   s->user = strdup(p->user ? p->user : "");
-  if (!s->id || !s->container_name || !s->workdir || !s->volume_name || !s->user) return err_oom(err);
+  s->container_runtime = strdup(runspec_container_runtime(op->ins));
+  if (!s->id || !s->container_name || !s->workdir || !s->volume_name || !s->user || !s->container_runtime)
+    return err_oom(err);
   if (p->env.count > 0) {
     s->env.items = calloc(p->env.count, sizeof(kv_t));
     if (s->env.items == NULL) return err_oom(err);
@@ -576,6 +604,8 @@ static void fork_cancel(op_t *o) {
   if (o->teardown) {
     http_req_free(op->req);
     op->req = NULL;
+    sbx_timer_cancel(op->rb_timer);
+    op->rb_timer = NULL;
     op_release(o);
     return;
   }
@@ -598,6 +628,7 @@ static napi_value fork_result(op_t *o) { return sandbox_to_js(o->js->env, ((fork
 static void fork_destroy(op_t *o) {
   fork_op_t *op = (fork_op_t *)o;
   http_req_free(op->req);
+  sbx_timer_cancel(op->rb_timer);
   release_parent(op);
   sandbox_unref(op->fork);
   engine_unref(op->eng);

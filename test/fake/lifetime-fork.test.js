@@ -338,3 +338,22 @@ test("fork: a parent that asked for a runtime by name forks under it; one that d
     assert.equal(fork.inspector({ files: true }).containerRuntime, reported);
   }
 });
+
+test("fork rollback: a helper the engine will not remove while it exits (Podman's 500) is asked again, and nothing is reported", T, async (t) => {
+  const { fake, sandbox } = await resumed(t, "race", {}, { Image: "sha256:base" });
+  forkRoutes(fake, { waitStatus: 1 });
+  const improper = { status: 500, json: { message: "cannot remove container x as it could not be stopped: sending SIGKILL to container x: container state improper: stopped" } };
+  fake.route("DELETE", "/containers/:name", (req, res, ctx) =>
+    req.params.name.startsWith("anvia-fork-copy-") && fake.seen("DELETE", `/containers/${req.params.name}`).length <= 2
+      ? res.json(improper.status, improper.json)
+      : ctx.next(),
+  );
+  await assert.rejects(sandbox.fork({ id: "race-kid" }), (error) => {
+    assert.ok(error instanceof DockerSandboxError, `a plain error, not an AggregateError: ${error}`);
+    assert.match(error.message, /^Unable to copy the sandbox workspace/);
+    return true;
+  });
+  const removals = fake.requests.filter((r) => r.method === "DELETE" && r.path.startsWith("/containers/anvia-fork-copy-"));
+  assert.equal(removals.length, 3, "refused twice, removed the third time");
+  assert.equal(fake.requests.filter((r) => r.method === "DELETE" && r.path.startsWith("/volumes/")).length, 1);
+});
