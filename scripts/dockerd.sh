@@ -16,6 +16,14 @@
 #
 # Files (.state/dockerd/): daemon.json (the configuration, written by `start`), root/ (the
 # data root), key.json (the daemon's identity key), dockerd.pid, dockerd.log.
+#
+# Runtimes registered beside the default runc, when installed (setup.sh installs them), for
+# createSandbox({ containerRuntime }) and its tests:
+#   runsc   gVisor, with "--network=none": gVisor's own network stack does not start here
+#           ("cannot run with network enabled in root network namespace"), so a runsc
+#           sandbox has no network at all, whatever its network option says (a loopback
+#           only: ports inside the sandbox work, published ports do not)
+#   crun    the C runtime (Debian's crun)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -33,8 +41,16 @@ ours_running() {
 # The configuration: every setting the suites rely on, spelled out rather than inherited.
 write_config() {
   mkdir -p "$D/root"
+  local runtimes="" sep=""
+  if [ -x /usr/bin/runsc ]; then
+    runtimes+="$sep\"runsc\": { \"path\": \"/usr/bin/runsc\", \"runtimeArgs\": [\"--network=none\"] }"; sep=", "
+  fi
+  if [ -x /usr/bin/crun ]; then
+    runtimes+="$sep\"crun\": { \"path\": \"/usr/bin/crun\" }"
+  fi
   cat > "$D/daemon.json" <<JSON
 {
+  "runtimes": { $runtimes },
   "data-root": "$D/root",
   "deprecated-key-path": "$D/key.json",
   "hosts": ["unix://$SOCK"],

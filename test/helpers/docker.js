@@ -104,6 +104,16 @@ export function uniqueId(prefix = "t") {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
 }
 
+// ANVIA_TEST_CONTAINER_RUNTIME=runsc|crun runs the suites' sandboxes under that OCI runtime
+// (registered in the dockerd of scripts/dockerd.sh): npm test's runtimes stage.
+export const CONTAINER_RUNTIME = process.env.ANVIA_TEST_CONTAINER_RUNTIME || undefined;
+
 export function baseOptions(extra = {}) {
-  return { image: IMAGE, workspace: { type: "ephemeral" }, network: { mode: "none" }, ...extra };
+  return {
+    image: IMAGE,
+    workspace: { type: "ephemeral" },
+    network: { mode: "none" },
+    ...(CONTAINER_RUNTIME ? { containerRuntime: CONTAINER_RUNTIME } : {}),
+    ...extra,
+  };
 }
