@@ -12,6 +12,9 @@
  *   tarPeek(bytes) -> null | { name, kind, size }
  *   tarReadFile(bytes, name, maxBytes, displayPath) -> Uint8Array (throws DockerSandboxError)
  *   userspecResolve(spec, passwdText | null, groupText | null) -> { uid, gid }
+ *   buildStreamRender(chunks) -> { output: Uint8Array,
+ *                                             imageId: string | null, error?: { message, code } }
+ *   buildHumanSize(bytes) -> string
  */
 #include <node_api.h>
 #include <stdlib.h>
@@ -20,6 +23,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "codec/buildmsg.h"
 #include "codec/frames.h"
 #include "napi/exports.h"
 
@@ -326,6 +330,60 @@ done:
   return ret;
 }
 
+/* ---- buildStreamRender, buildHumanSize ---------------------------------------------- */
+
+static napi_value js_build_stream_render(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 1 || !nu_is_array(env, argv[0])) return throw_type(env, "buildStreamRender expects an array of Uint8Array.");
+  build_stream_t s;
+  build_stream_init(&s);
+  buf_t out;
+  buf_init(&out, 0);
+  uint32_t n = 0;
+  napi_get_array_length(env, argv[0], &n);
+  int rc = 0;
+  for (uint32_t i = 0; i < n && rc == 0; i++) {
+    napi_value chunk;
+    uint8_t *data;
+    size_t len;
+    napi_get_element(env, argv[0], i, &chunk);
+    if (!nu_uint8array_view(env, chunk, &data, &len)) {
+      build_stream_free(&s);
+      buf_free(&out);
+      return throw_type(env, "buildStreamRender chunks must be Uint8Array.");
+    }
+    rc = build_stream_feed(&s, data, len, &out);
+  }
+  if (rc == 0) rc = build_stream_finish(&s, &out);
+  napi_value result = NULL;
+  err_t err;
+  err_init(&err);
+  if (rc == 0 && napi_create_object(env, &result) == napi_ok) {
+    napi_set_named_property(env, result, "output", nu_uint8array(env, out.data, out.len));
+    napi_set_named_property(env, result, "imageId", s.image_id ? nu_string(env, s.image_id) : nu_null(env));
+    if (build_stream_failure(&s, &err) != 0) napi_set_named_property(env, result, "error", err_object(env, &err));
+    err_clear(&err);
+  } else if (rc != 0) {
+    napi_throw_error(env, NULL, "buildStreamRender: out of memory");
+  }
+  build_stream_free(&s);
+  buf_free(&out);
+  return result;
+}
+
+static napi_value js_build_human_size(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  double v = 0;
+  if (argc < 1 || !nu_number_value(env, argv[0], &v)) return throw_type(env, "buildHumanSize expects a number.");
+  char text[32];
+  build_human_size(v, text);
+  return nu_string(env, text);
+}
+
 void exports_codec_register(napi_env env, napi_value exports) {
   napi_property_descriptor fns[] = {
       {"demuxFrames", NULL, js_demux_frames, NULL, NULL, NULL, napi_default, NULL},
@@ -333,6 +391,8 @@ void exports_codec_register(napi_env env, napi_value exports) {
       {"tarPeek", NULL, js_tar_peek, NULL, NULL, NULL, napi_default, NULL},
       {"tarReadFile", NULL, js_tar_read_file, NULL, NULL, NULL, napi_default, NULL},
       {"userspecResolve", NULL, js_userspec_resolve, NULL, NULL, NULL, napi_default, NULL},
+      {"buildStreamRender", NULL, js_build_stream_render, NULL, NULL, NULL, napi_default, NULL},
+      {"buildHumanSize", NULL, js_build_human_size, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
 }
