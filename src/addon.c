@@ -16,6 +16,7 @@
 
 #include "base/trace.h"
 #include "engine/agent_image.h"
+#include "lifecycle/build.h"
 #include "lifecycle/client.h"
 #include "lifecycle/create.h"
 #include "lifecycle/fork.h"
@@ -118,6 +119,7 @@ static napi_value init(napi_env env, napi_value exports) {
   if (napi_define_properties(env, exports, sizeof(ENTRIES) / sizeof(ENTRIES[0]), ENTRIES) != napi_ok)
     return nu_throw_status(env, "napi_define_properties");
   remove_register(env, exports);
+  build_register(env, exports);
   lifetime_register(env, exports);
   sandboxes_register(env, exports);
   stats_register(env, exports);
