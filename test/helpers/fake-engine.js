@@ -6,7 +6,8 @@
 // library makes: /_ping with an API-Version header, container/image/volume inspect and
 // create, start/stop/delete, exec create/start (the `Connection: Upgrade` hijack with
 // multiplexed frames and stdin read from the socket)/inspect, archive GET/HEAD (path stat
-// header and a tar built by hand) and PUT, and the images/create progress stream.
+// header and a tar built by hand) and PUT, the images/create progress stream, and an image
+// build (POST /build) that streams a step per Dockerfile instruction.
 //
 // Routes match on the path after the `/v<major>.<minor>` prefix. A test overrides one with
 // `fake.route(method, pattern, script)`; the script is either a handler
@@ -738,6 +739,19 @@ function buildDefaults(engine) {
     ];
     await res.write(head(200, { "Content-Type": "application/json", "Transfer-Encoding": "chunked" }));
     for (const l of lines) await res.write(chunked(JSON.stringify(l) + "\r\n", Infinity, false));
+    await res.write("0\r\n\r\n");
+    res.done();
+  });
+
+  // An image build, as Docker's classic builder streams it: a step per Dockerfile
+  // instruction of the context (a tar: parseTar(req.body)), the image id, the tag.
+  add("POST", "/build", async (req, res) => {
+    const dockerfile = parseTar(req.body).find((e) => e.name === "Dockerfile")?.content.toString("utf8") ?? "";
+    const steps = dockerfile.replace(/\\\n/g, " ").split("\n").filter((l) => l.trim() !== "" && !l.startsWith("#"));
+    const lines = steps.flatMap((step, i) => [{ stream: `Step ${i + 1}/${steps.length} : ${step}\n` }, { stream: ` ---> ${String(i).padStart(12, "0")}\n` }]);
+    lines.push({ aux: { ID: `sha256:${"b".repeat(64)}` } }, { stream: `Successfully built ${"b".repeat(12)}\n` }, { stream: `Successfully tagged ${req.query.t}\n` });
+    await res.write(head(200, { "Content-Type": "application/json", "Transfer-Encoding": "chunked" }));
+    for (const l of lines) await res.write(chunked(`${JSON.stringify(l)}\r\n`, Infinity, false));
     await res.write("0\r\n\r\n");
     res.done();
   });
