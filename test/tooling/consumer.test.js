@@ -14,7 +14,7 @@
 import test, { before } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
@@ -55,6 +55,20 @@ function prerequisites() {
   return missing;
 }
 
+// The package's runtime dependencies and theirs, as this checkout's node_modules has them.
+function runtimeDependencies() {
+  const seen = new Set();
+  const visit = (pkgJson) => {
+    for (const name of Object.keys(JSON.parse(readFileSync(pkgJson, "utf8")).dependencies ?? {})) {
+      if (seen.has(name)) continue;
+      seen.add(name);
+      visit(join(repo, "node_modules", name, "package.json"));
+    }
+  };
+  visit(join(repo, "package.json"));
+  return [...seen].sort();
+}
+
 // Packed once for every test here. Not with `npm pack` in the checkout: package.test.js
 // packs there at the same time (the suites run two at a time), and each pack's prepack and
 // postpack add and remove the checkout's prebuilds/. So: the package's own file list, copied
@@ -63,6 +77,7 @@ function prerequisites() {
 const work = mkdtempSync(join(tmpdir(), "anvia-consumer-"));
 let tgz;
 let zodTgz;
+let depTgzs; // { name, file }: every runtime dependency, packed for installs with no registry
 let extracted;
 let consumerImage;
 let arm64Root;
@@ -90,10 +105,15 @@ before(async () => {
   mkdirSync(dist);
   await npm(["pack", "--ignore-scripts", "--pack-destination", dist], pkg);
   tgz = join(dist, readdirSync(dist).find((f) => f.endsWith(".tgz")));
-  // zod, which the package depends on, for installs with no registry: packed from this
-  // checkout's own node_modules.
-  await npm(["pack", "--ignore-scripts", "--pack-destination", dist, join(repo, "node_modules/zod")], repo);
-  zodTgz = join(dist, readdirSync(dist).find((f) => f.startsWith("zod-") && f.endsWith(".tgz")));
+  // What the package depends on at run time (zod; @clack/prompts and its own
+  // dependencies, for the create-image wizard), for installs with no registry: packed
+  // from this checkout's own node_modules.
+  depTgzs = [];
+  for (const name of runtimeDependencies()) {
+    const { stdout: packed } = await npm(["pack", "--ignore-scripts", "--json", "--pack-destination", dist, join(repo, "node_modules", name)], repo);
+    depTgzs.push({ name, file: join(dist, JSON.parse(packed)[0].filename) });
+  }
+  zodTgz = depTgzs.find((d) => d.name === "zod").file;
   extracted = join(work, "extracted");
   mkdirSync(extracted);
   await run("tar", ["-xzf", tgz, "-C", extracted]);
@@ -161,11 +181,13 @@ test("x64: installed offline with scripts blocked in bare Debian bullseye, a san
   const ctx = join(work, "x64");
   mkdirSync(ctx);
   cpSync(tgz, join(ctx, "anvia-sandbox.tgz"));
-  cpSync(zodTgz, join(ctx, "zod.tgz"));
-  writeFileSync(
-    join(ctx, "package.json"),
-    JSON.stringify({ name: "consumer", private: true, type: "module", dependencies: { "@anvia/sandbox": "file:anvia-sandbox.tgz", zod: "file:zod.tgz" } }, null, 2),
-  );
+  const dependencies = { "@anvia/sandbox": "file:anvia-sandbox.tgz" };
+  for (const { name, file } of depTgzs) {
+    const local = `${name.replace("@", "").replace("/", "-")}.tgz`;
+    cpSync(file, join(ctx, local));
+    dependencies[name] = `file:${local}`;
+  }
+  writeFileSync(join(ctx, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module", dependencies }, null, 2));
   writeFileSync(join(ctx, "app.mjs"), CONSUMER_APP);
   writeFileSync(join(ctx, "run.sh"), CONTAINER_SCRIPT);
   const name = `anvia-consumer-${process.pid}-${Date.now()}`;

@@ -27,7 +27,11 @@ const npm = (args, cwd, env = {}) =>
 const EXPECTED_NON_SOURCE = [
   "package/LICENSE",
   "package/README.md",
+  "package/bin/anvia-sandbox.js",
   "package/binding.gyp",
+  "package/lib/cli/build.js",
+  "package/lib/cli/cli.js",
+  "package/lib/cli/image-context.js",
   "package/lib/client.js",
   "package/lib/errors.js",
   "package/lib/handle.js",
@@ -124,6 +128,9 @@ test("npm pack holds exactly the package; installed without scripts it works fro
   const [json, binary] = stdout.trim().split("\n");
   assert.deepEqual(JSON.parse(json), { out: "hello from the consumer", exitCode: 0, files: ["hello.txt"] });
   assert.match(binary, /node_modules\/@anvia\/sandbox\/prebuilds\/linux-x64\/anvia_sandbox\.napi\.node$/);
+  // The command, through the link npm made for it.
+  const cli = await run(join(app, "node_modules/.bin/anvia-sandbox"), ["create-image", "--name", "packed", "--runtime", "node", "--dry-run"], { cwd: app });
+  assert.match(cli.stdout, /^Would create \.anvia\/sandbox-images\/packed\n\n--- Dockerfile\n/);
 
   // The consumer's TypeScript, written the way the original's docs use the package.
   cpSync(join(repo, "test/types/consumer.ts"), join(app, "consumer.ts"));
