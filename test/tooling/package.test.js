@@ -38,6 +38,7 @@ const EXPECTED_NON_SOURCE = [
   "package/lib/index.js",
   "package/lib/native.js",
   "package/lib/runtime.js",
+  "package/lib/shell.js",
   "package/lib/tools.js",
   "package/lib/tree.js",
   "package/lib/util.js",
