@@ -162,7 +162,9 @@ test("a refused, cut or unreadable reply, and an engine that is not there", T, a
   e = await expectCode(build(), "docker_command_failed");
   assert.equal(e.cause.message, "Docker engine sent a build message over 1048576 bytes.");
 
-  const gone = join(mkdtempSync(join(tmpdir(), "anvia-gone-")), "docker.sock");
+  const goneDir = mkdtempSync(join(tmpdir(), "anvia-gone-"));
+  t.after(() => rmSync(goneDir, { recursive: true, force: true }));
+  const gone = join(goneDir, "docker.sock");
   e = await expectCode(build({ host: `unix://${gone}` }), "docker_command_failed");
   assert.equal(e.cause.code, "docker_unavailable");
   assert.match(e.cause.message, /^Docker engine is not reachable at unix:\/\//);
