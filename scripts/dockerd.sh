@@ -23,7 +23,13 @@
 #           ("cannot run with network enabled in root network namespace"), so a runsc
 #           sandbox has no network at all, whatever its network option says (a loopback
 #           only: ports inside the sandbox work, published ports do not)
-#   crun    the C runtime (Debian's crun)
+#   crun    the C runtime (Debian's crun). crun refuses a hybrid cgroup layout (v1
+#           hierarchies and a cgroup2 "unified" one) while the cgroup2 side holds a
+#           controller ("cgroups in hybrid mode not supported, drop all controllers from
+#           cgroupv2"): on such a machine (this one: hugetlb is only on the cgroup2 side)
+#           `start` mounts each such controller as a v1 hierarchy beside the others, so
+#           that crun runs, and `stop` unmounts what it mounted (.state/dockerd/cgroup-mounts);
+#           when that cannot be done, crun is not registered and the log says why
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -38,6 +44,43 @@ ours_running() {
   [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
 }
 
+CG=/sys/fs/cgroup
+CG_MOUNTS="$D/cgroup-mounts"
+
+# 0 when crun can run here: no hybrid layout, or one whose cgroup2 side holds no controller
+# once those it held are mounted as v1 hierarchies (recorded for cgroups_restore).
+cgroups_for_crun() {
+  [ -f "$CG/unified/cgroup.controllers" ] || return 0 # not hybrid
+  local c held=()
+  read -ra held < "$CG/unified/cgroup.controllers" || true
+  for c in "${held[@]}"; do
+    if [ -e "$CG/$c" ] && ! mountpoint -q "$CG/$c"; then
+      log "cgroup controller $c is on the cgroup2 side and $CG/$c is not free: crun is not registered"
+      return 1
+    fi
+    if as_root mkdir -p "$CG/$c" && as_root mount -t cgroup -o "$c" cgroup "$CG/$c" 2>/dev/null; then
+      echo "$CG/$c" >> "$CG_MOUNTS"
+      log "mounted the cgroup controller $c as a v1 hierarchy ($CG/$c) for crun; stop unmounts it"
+    else
+      as_root rmdir "$CG/$c" 2>/dev/null || true
+      log "could not mount the cgroup controller $c as a v1 hierarchy: crun is not registered"
+      return 1
+    fi
+  done
+  [ -z "$(cat "$CG/unified/cgroup.controllers")" ]
+}
+
+cgroups_restore() {
+  [ -f "$CG_MOUNTS" ] || return 0
+  local m
+  while read -r m; do
+    # The hierarchy goes once nothing is in it: containers of this engine are gone by now.
+    if as_root umount "$m" 2>/dev/null; then as_root rmdir "$m" 2>/dev/null || true
+    else log "could not unmount $m (still in use?)"; fi
+  done < "$CG_MOUNTS"
+  rm -f "$CG_MOUNTS"
+}
+
 # The configuration: every setting the suites rely on, spelled out rather than inherited.
 write_config() {
   mkdir -p "$D/root"
@@ -45,7 +88,7 @@ write_config() {
   if [ -x /usr/bin/runsc ]; then
     runtimes+="$sep\"runsc\": { \"path\": \"/usr/bin/runsc\", \"runtimeArgs\": [\"--network=none\"] }"; sep=", "
   fi
-  if [ -x /usr/bin/crun ]; then
+  if [ -x /usr/bin/crun ] && cgroups_for_crun; then
     runtimes+="$sep\"crun\": { \"path\": \"/usr/bin/crun\" }"
   fi
   cat > "$D/daemon.json" <<JSON
@@ -109,6 +152,7 @@ stop() {
     fi
   fi
   rm -f "$PIDFILE"
+  cgroups_restore
 }
 
 purge() {
