@@ -80,7 +80,7 @@ try {
   );
   const port = await timed("wait for its port", () => sandbox.runtime.waitForPort({ containerPort: 8080 }));
   const page = await timed(`fetch http://127.0.0.1:${port.hostPort}/ from the host`, async () =>
-    (await fetch(`http://127.0.0.1:${port.hostPort}/`)).text(),
+    (await fetch(`http://127.0.0.1:${port.hostPort}/`, { signal: AbortSignal.timeout(10_000) })).text(),
   );
   console.log(indent(page));
   await timed("stop the web server", () => sandbox.runtime.stopProcess({ processId: server.id }));
@@ -108,7 +108,7 @@ try {
   await call("list_ports", {});
   const started2 = await call("start_process", { command: "busybox", args: ["httpd", "-f", "-v", "-p", "8080", "-h", "www"] });
   await call("wait_for_port", { containerPort: 8080, timeoutMs: 10_000 });
-  await fetch(`http://127.0.0.1:${port.hostPort}/`).then((r) => r.text());
+  await fetch(`http://127.0.0.1:${port.hostPort}/`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.text());
   // httpd logs a request after answering it, and the line comes back on the process's
   // output stream: give it a moment (as a model would retry) before reading the logs.
   for (let i = 0; i < 50; i++) {

@@ -27,6 +27,12 @@
 # After each stage that uses Docker, nothing labelled by the tests may be left on it.
 #
 # ANVIA_TEST_STAGES="release asan" runs only the named stages (prepare always runs).
+#
+# Every stage has a time limit (its own, and never more than what is left of the whole run's
+# budget, ANVIA_TEST_BUDGET_S, 80 minutes by default, so that a CI limit of 90 minutes is never
+# reached). A stage over its limit has what it is still running printed (the process tree with
+# ages, whether the engine answers), is stopped (its whole process group) and counts as failed;
+# the next stages still run. A hang costs its stage, never the run.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT" || exit 1
@@ -42,6 +48,9 @@ cpu_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 hz="$(getconf CLK_TCK)"
 cores="$(nproc)"
 
+budget="${ANVIA_TEST_BUDGET_S:-4800}"
+stage_pid=""
+
 wanted() {
   [ -z "${ANVIA_TEST_STAGES:-}" ] && return 0
   [[ " $ANVIA_TEST_STAGES " == *" $1 "* ]]
@@ -52,18 +61,71 @@ stage() {
   local name="$1" t0=$SECONDS c0 rc
   shift
   wanted "$name" || { results+=("$(printf '%-12s %-7s' "$name" skipped)"); return 0; }
-  note "stage $name: starting"
+  local limit="${STAGE_LIMIT[$name]:-1200}" left=$((budget - (SECONDS - run_started)))
+  [ "$left" -lt "$limit" ] && limit="$left"
+  if [ "$limit" -le 60 ]; then
+    results+=("$(printf '%-12s %-10s (the run'"'"'s budget of %d s is spent)' "$name" "NOT-RUN" "$budget")")
+    note "stage $name: not run, the run's budget of $budget s is spent"
+    failed=1
+    return 0
+  fi
+  note "stage $name: starting (limit $limit s)"
   c0="$(cpu_ticks)"
-  "$@"
+  bounded "$name" "$limit" "$@"
   rc=$?
   local secs=$((SECONDS - t0)) ticks=$(($(cpu_ticks) - c0))
   local busy=0
   [ "$secs" -gt 0 ] && busy=$((100 * ticks / hz / (secs * cores)))
+  [ "$busy" -le 100 ] || busy=100 # whole seconds against clock ticks: a short stage can round over
   local status=passed
   [ "$rc" = 0 ] || { status="FAILED($rc)"; failed=1; }
+  [ "$rc" = 124 ] && status="TIMEOUT"
   results+=("$(printf '%-12s %-10s %5d s  machine CPUs %3d%% busy (%d)' "$name" "$status" "$secs" "$busy" "$cores")")
   note "stage $name: $status after $secs s"
   return 0
+}
+
+# Time limits of the stages, in seconds: about three times what each takes on a fresh,
+# busy two-core machine (README "Tests"), so that only a hang reaches them.
+declare -A STAGE_LIMIT=([prepare]=1800 [release]=1500 [engine-path]=900 [stress]=300
+  [podman]=1200 [ssh]=1200 [packaging]=1500 [asan]=1200)
+
+# bounded NAME LIMIT COMMAND...: runs COMMAND in a process group of its own; past LIMIT
+# seconds, prints what is still running and stops the group. Exit status 124 on a timeout.
+bounded() {
+  local name="$1" limit="$2" t0=$SECONDS rc
+  shift 2
+  set -m
+  "$@" </dev/null &
+  stage_pid=$!
+  set +m
+  while kill -0 "$stage_pid" 2>/dev/null; do
+    if [ $((SECONDS - t0)) -ge "$limit" ]; then
+      note "stage $name: still running after its limit of $limit s; what it runs now:"
+      diagnose "$stage_pid"
+      kill -TERM -- "-$stage_pid" 2>/dev/null
+      for _ in $(seq 1 20); do kill -0 "$stage_pid" 2>/dev/null || break; sleep 0.5; done
+      kill -KILL -- "-$stage_pid" 2>/dev/null
+      wait "$stage_pid" 2>/dev/null
+      stage_pid=""
+      return 124
+    fi
+    sleep 1
+  done
+  wait "$stage_pid"
+  rc=$?
+  stage_pid=""
+  return $rc
+}
+
+# diagnose PGID: the processes of the group (oldest first, with their age in seconds and what
+# they wait in), and whether the engine still answers.
+diagnose() {
+  echo "  PGID   PID  PPID AGE(s) STAT WCHAN                  COMMAND" >&2
+  ps -e -o pgid=,pid=,ppid=,etimes=,stat=,wchan:22=,args= --forest | awk -v g="$1" '$1 == g' | cut -c1-220 >&2
+  local ping
+  ping="$(timeout 10 docker version --format '{{.Server.Version}}' 2>&1 | head -1)" || ping="no answer in 10 s ($ping)"
+  echo "  the engine (${DOCKER_HOST:-default}): $ping; its containers: $(timeout 10 docker ps -a --format '{{.Names}} {{.Status}}' 2>&1 | head -20 | tr '\n' ';')" >&2
 }
 
 # Fails on containers or volumes the tests left on the engine DOCKER_HOST names.
@@ -81,6 +143,7 @@ suites() {  # suites FILTER...: node --test on the selected files, then the left
 artefacts_pid=""
 podman_started=0
 cleanup() {
+  [ -n "$stage_pid" ] && kill -- "-$stage_pid" 2>/dev/null
   [ -n "$artefacts_pid" ] && kill -0 "$artefacts_pid" 2>/dev/null && { kill -- "-$artefacts_pid" 2>/dev/null || kill "$artefacts_pid" 2>/dev/null; }
   [ $podman_started = 1 ] && bash scripts/podman.sh stop
   bash scripts/teardown.sh

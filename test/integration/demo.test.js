@@ -9,8 +9,21 @@ import { fileURLToPath } from "node:url";
 const run = promisify(execFile);
 const demo = fileURLToPath(new URL("../../scripts/demo.mjs", import.meta.url));
 
+// The demo takes seconds; its child is killed after two minutes (a hang must end the test
+// with the transcript so far, never leave a process that keeps the test file alive).
 test("the demo runs to the end and shows each step", { timeout: 180_000 }, async () => {
-  const { stdout } = await run(process.execPath, [demo], { env: process.env, maxBuffer: 16 * 1024 * 1024 });
+  let stdout;
+  try {
+    ({ stdout } = await run(process.execPath, [demo], {
+      env: process.env,
+      maxBuffer: 16 * 1024 * 1024,
+      timeout: 120_000,
+      killSignal: "SIGKILL",
+    }));
+  } catch (error) {
+    const how = error.killed ? "was killed after 120 s" : `failed (${error.code ?? error.signal})`;
+    assert.fail(`the demo ${how}; its output:\n${error.stdout ?? ""}\n${error.stderr ?? ""}`);
+  }
   const steps = [
     /create sandbox with initial files/,
     /write a small program/,
