@@ -13,8 +13,10 @@
  * the descriptor of the one before, and fstat decides: a symlink is refused (naming the
  * component), anything but a directory is "not a directory". Every step holds the
  * directory it checked, so renaming a directory and a symlink into each other's place
- * while the walk runs cannot redirect it. The walk also turns openat2's errors into the
- * typed error naming the component at fault.
+ * while the walk runs cannot redirect it. The last component is opened twice (open_final:
+ * O_PATH first, then for real, the same inode both times), because one kernel we run on
+ * (gVisor) follows a final link despite O_NOFOLLOW. The walk also turns openat2's errors
+ * into the typed error naming the component at fault.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -202,6 +204,53 @@ int walk_dir(int wdfd, const agpath_t *path, size_t upto, int create, mode_t mod
   return walk_manual(wdfd, path, upto, create, mode, created, e);
 }
 
+/*
+ * The last component of `path`, opened in `dir` with `flags` (O_NOFOLLOW among them), and
+ * proven to be what the name held when it was not a link. O_NOFOLLOW alone is not enough
+ * everywhere: gVisor (runsc 2022-12, which has no openat2 either) follows a final link to a
+ * directory when O_DIRECTORY is given. So the name is first opened O_PATH | O_NOFOLLOW
+ * (which every kernel honours) and refused if it is a link, then opened for real, and the
+ * two must be the same inode: a link swapped in between fails as a link.
+ */
+static int open_final(int dir, const agpath_t *path, int flags, ag_err_t *e) {
+  size_t last = path->n - 1;
+  const char *name = path->buf + path->off[last];
+  struct stat named, opened;
+  int pfd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (pfd < 0) {
+    comp_err(e, path, last, err_kind_of(errno), errno);
+    return -1;
+  }
+  if (fstat(pfd, &named) != 0) {
+    int err = errno;
+    close(pfd);
+    comp_err(e, path, last, err_kind_of(err), err);
+    return -1;
+  }
+  close(pfd);
+  if (S_ISLNK(named.st_mode)) {
+    comp_err(e, path, last, AW_E_SYMLINK, ELOOP);
+    return -1;
+  }
+  int fd = openat(dir, name, flags);
+  if (fd < 0) {
+    int err = errno;
+    struct stat st;
+    /* O_NOFOLLOW on a final symlink is ELOOP, or ENOTDIR with O_DIRECTORY: say which. */
+    if ((err == ELOOP || err == ENOTDIR) && fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+      comp_err(e, path, last, AW_E_SYMLINK, ELOOP);
+    else
+      comp_err(e, path, last, err_kind_of(err), err);
+    return -1;
+  }
+  if (fstat(fd, &opened) != 0 || opened.st_dev != named.st_dev || opened.st_ino != named.st_ino) {
+    close(fd);
+    comp_err(e, path, last, AW_E_SYMLINK, ELOOP);
+    return -1;
+  }
+  return fd;
+}
+
 int walk_open(int wdfd, const agpath_t *path, int flags, int use_openat2, ag_err_t *e) {
   flags |= O_NOFOLLOW | O_CLOEXEC;
   if (path->n == 0) {
@@ -217,17 +266,7 @@ int walk_open(int wdfd, const agpath_t *path, int flags, int use_openat2, ag_err
   }
   int dir = walk_manual(wdfd, path, path->n - 1, 0, 0, NULL, e);
   if (dir < 0) return -1;
-  const char *name = path->buf + path->off[path->n - 1];
-  int fd = openat(dir, name, flags);
-  if (fd < 0) {
-    int err = errno;
-    struct stat st;
-    /* O_NOFOLLOW on a final symlink is ELOOP, or ENOTDIR with O_DIRECTORY: say which. */
-    if ((err == ELOOP || err == ENOTDIR) && fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-      comp_err(e, path, path->n - 1, AW_E_SYMLINK, ELOOP);
-    else
-      comp_err(e, path, path->n - 1, err_kind_of(err), err);
-  }
+  int fd = open_final(dir, path, flags, e);
   close(dir);
   return fd;
 }
