@@ -75,6 +75,7 @@ struct agent_conn {
   http_req_t *req;
   exec_task_t *placer;
   char *exec_id;
+  http_req_t *probe; /* GET /exec/<id>/json while pings go unanswered (on_tick) */
   hijack_t *hj;
   sbx_timer_t *timer; /* the HELLO deadline, then the heartbeat */
   buf_t rx;
@@ -383,6 +384,8 @@ static void wake_waiters(agent_conn_t *c, const err_t *err) {
 static void drop_connection(agent_conn_t *c) {
   http_req_free(c->req);
   c->req = NULL;
+  http_req_free(c->probe);
+  c->probe = NULL;
   exec_task_cancel(c->placer);
   c->placer = NULL;
   hijack_close(c->hj);
@@ -616,6 +619,44 @@ static void arm_timer(agent_conn_t *c, uint64_t ms) {
   sbx_timer_unref(c->timer); /* never keeps Node alive by itself */
 }
 
+/* The engine's answer about the agent's exec: one that is no longer running is dead,
+ * whatever its connection says. */
+static void on_probe(http_req_t *req, void *ud) {
+  agent_conn_t *c = ud;
+  c->probe = NULL;
+  err_t err;
+  err_init(&err);
+  json_t *ins = http_req_ok(req) ? http_req_json(req, &err) : NULL;
+  int gone = http_req_not_found(req) || (json_is_object(ins) && json_is_false(json_object_get(ins, "Running")));
+  json_decref(ins);
+  err_clear(&err);
+  http_req_free(req);
+  if (gone && c->state == ST_READY) fail_with(c, 0, "The sandbox agent is no longer running%s.", "");
+}
+
+/*
+ * Pings unanswered while requests wait: ask the engine whether the agent's exec still runs.
+ * A container restarted under it (resumeSandbox from another client) ends the agent, and
+ * some runtimes (gVisor's runsc) then leave its attached stream open: without this, the
+ * requests would wait for the heartbeat's verdict (three pings, up to 20 s).
+ */
+static void probe_exec(agent_conn_t *c) {
+  if (c->probe != NULL || c->exec_id == NULL) return;
+  char *id = url_escape(c->exec_id);
+  http_req_t *req = id ? http_req_new(c->eng, "GET", "/exec/%s/json", id) : NULL;
+  free(id);
+  if (req == NULL) return; /* out of memory: the heartbeat still decides */
+  http_req_set_limit(req, 256 * 1024);
+  err_t err;
+  err_init(&err);
+  if (http_req_start(req, on_probe, c, &err) == 0) {
+    c->probe = req;
+  } else {
+    http_req_free(req);
+    err_clear(&err);
+  }
+}
+
 static void on_tick(void *ud) {
   agent_conn_t *c = ud;
   c->timer = NULL;
@@ -628,6 +669,7 @@ static void on_tick(void *ud) {
     fail_with(c, 0, "The sandbox agent stopped answering%s.", "");
     return;
   }
+  if (c->nreqs > 0 && c->pings_unanswered >= 1) probe_exec(c);
   c->pings_unanswered++;
   send_small(c, put_ping, NULL);
   arm_timer(c, AGENT_HEARTBEAT_MS);
