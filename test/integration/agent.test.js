@@ -49,7 +49,7 @@ for (const [label, extra] of [
     assert.equal(await rt.readTextFile({ path: "d/e/f.txt" }), "agent");
     assert.deepEqual(await rt.listFiles({ path: "d/e" }), [{ path: "d/e/f.txt", type: "file", size: 5 }]);
     // Files belong to the sandbox's user, as on the engine path.
-    const owner = await rt.exec({ command: "stat", args: ["-c", "%u", "d/e/f.txt"] });
+    const owner = await rt.exec({ command: "busybox", args: ["stat", "-c", "%u", "d/e/f.txt"] });
     assert.equal(text(owner.stdout).trim(), text(r.stdout).trim());
   });
 }

@@ -76,6 +76,7 @@ test("create with every option: the engine's inspection shows each field", async
         "anvia.sandbox.runtime.max-output-bytes": "1000",
         "anvia.sandbox.runtime.max-file-bytes": "2000",
         "anvia.sandbox.runtime.max-processes": "2",
+        "anvia.sandbox.container-runtime": "default", // upstream 1.1.2's label
       }).sort(),
     ),
   );
@@ -146,7 +147,7 @@ test("create with every option: the engine's inspection shows each field", async
   assert.ok(Object.isFrozen(published) && Object.isFrozen(published[0]));
   // The initial content arrived, owned by the sandbox user, who can write to the
   // workspace even with a read-only root filesystem.
-  const ls = await dockerExec(`anvia-sandbox-${id}`, ["sh", "-c", "stat -c '%u:%g %a %n' /work/dir /work/dir/readme.md /work/dir/bin /work/dir/bin/tool /work/dir/empty/nested; od -An -tu1 /work/dir/bin/tool; echo ok > /work/dir/new && echo WROTE"]);
+  const ls = await dockerExec(`anvia-sandbox-${id}`, ["sh", "-c", "busybox stat -c '%u:%g %a %n' /work/dir /work/dir/readme.md /work/dir/bin /work/dir/bin/tool /work/dir/empty/nested; od -An -tu1 /work/dir/bin/tool; echo ok > /work/dir/new && echo WROTE"]);
   assert.equal(ls.exitCode, 0, ls.stderr);
   assert.match(ls.stdout, /1000:1000 755 \/work\/dir\n1000:1000 644 \/work\/dir\/readme.md\n1000:1000 755 \/work\/dir\/bin\n1000:1000 644 \/work\/dir\/bin\/tool\n1000:1000 755 \/work\/dir\/empty\/nested\n/);
   assert.match(ls.stdout, /0\s+1\s+2\s+255/);
@@ -156,7 +157,7 @@ test("create with every option: the engine's inspection shows each field", async
 test("a named user resolves through the image's /etc/passwd and owns the workspace", async (t) => {
   const sandbox = await client.createSandbox(baseOptions({ user: "nobody", files: { "a/b.txt": "x" } }));
   t.after(() => sandbox.destroy());
-  const out = await dockerExec(`anvia-sandbox-${sandbox.id}`, ["sh", "-c", "stat -c '%U:%G' /workspace /workspace/a /workspace/a/b.txt; echo more >> /workspace/a/b.txt && echo APPENDED"]);
+  const out = await dockerExec(`anvia-sandbox-${sandbox.id}`, ["sh", "-c", "busybox stat -c '%U:%G' /workspace /workspace/a /workspace/a/b.txt; echo more >> /workspace/a/b.txt && echo APPENDED"]);
   assert.equal(out.stdout, "nobody:nogroup\nnobody:nogroup\nnobody:nogroup\nAPPENDED\n");
 });
 
@@ -306,6 +307,9 @@ test("a container made with the original's exact docker run arguments resumes", 
   const sandbox = await client.resumeSandbox({ id });
   assert.equal(sandbox.runtime.workdir, "/workspace");
   assert.deepEqual(sandbox.runtime.publishedPorts.map((p) => [p.containerPort, p.host]), [[3000, "127.0.0.1"]]);
+  // No runtime label (rc.10 made it): the runtime the engine reports, as upstream reads it.
+  const engineRuntime = (await inspectContainer(name)).HostConfig.Runtime;
+  assert.equal(sandbox.inspector({ files: true }).containerRuntime, engineRuntime || "default");
   assert.equal((await dockerExec(name, ["cat", "/workspace/seed.txt"])).stdout, "from-seed\n");
   await sandbox.destroy();
   await assertNothingLeft(id);

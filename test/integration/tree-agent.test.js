@@ -106,7 +106,7 @@ describe("through the agent, nothing through the engine", () => {
             got[entry.path] = { kind: entry.kind, mode: entry.mode, length: Buffer.concat(parts).length };
           });
           process.stderr.write("=== done\\n");
-          const owner = new TextDecoder().decode((await rt.exec({ command: "stat", args: ["-c", "%u:%g", "traced/d/a.txt"] })).stdout).trim();
+          const owner = new TextDecoder().decode((await rt.exec({ command: "busybox", args: ["stat", "-c", "%u:%g", "traced/d/a.txt"] })).stdout).trim();
           console.log(JSON.stringify({ imported, exported, got, owner }));
         } finally {
           await box.destroy();

@@ -216,7 +216,7 @@ describe("round trip, byte for byte with modes", () => {
       noTempSibling(out);
       assertSameTree(snapshot(path.join(out, "rt/in")), expected, which);
       // As the sandbox sees it: owned by its user.
-      const owners = await sh(containerOf(sandboxes[which]), "find /workspace/rt -exec stat -c %u:%g {} + | sort -u");
+      const owners = await sh(containerOf(sandboxes[which]), "find /workspace/rt -exec busybox stat -c %u:%g {} + | sort -u");
       assert.equal(owners.trim(), which === "root" ? "0:0" : "1000:1000");
     });
   }
