@@ -47,6 +47,31 @@ ours_running() {
 CG=/sys/fs/cgroup
 CG_MOUNTS="$D/cgroup-mounts"
 
+# 1 when some v1 hierarchy mounted anywhere holds controller $1.
+v1_mounted() {
+  grep -qE " - cgroup [^ ]+ ([^ ]*,)?$1(,[^ ]*)?\$" /proc/self/mountinfo
+}
+
+# A v1 hierarchy that exists without a mount (its controller has a hierarchy number in
+# /proc/cgroups): what an unmount leaves while cgroups remain in it. Processes started then
+# are in its root and containerd reads no statistics for them (the engine's stats have an
+# empty memory_stats), so it is mounted again, and unmounted at stop like the others.
+cgroups_reattach() {
+  local c h _n enabled
+  while read -r c h _n enabled; do
+    [ "${c:0:1}" = "#" ] && continue
+    if [ "$h" = 0 ] || [ "$enabled" != 1 ]; then continue; fi
+    v1_mounted "$c" && continue
+    [ -e "$CG/$c" ] && ! mountpoint -q "$CG/$c" && [ -n "$(ls -A "$CG/$c" 2>/dev/null)" ] && continue
+    if as_root mkdir -p "$CG/$c" && as_root mount -t cgroup -o "$c" cgroup "$CG/$c" 2>/dev/null; then
+      echo "$CG/$c" >> "$CG_MOUNTS"
+      log "the v1 cgroup hierarchy of $c had no mount (an earlier unmount left cgroups in it): mounted it again at $CG/$c"
+    else
+      log "the v1 cgroup hierarchy of $c has no mount and could not be mounted: the engine's stats may be empty"
+    fi
+  done < /proc/cgroups
+}
+
 # 0 when crun can run here: no hybrid layout, or one whose cgroup2 side holds no controller
 # once those it held are mounted as v1 hierarchies (recorded for cgroups_restore).
 cgroups_for_crun() {
@@ -70,11 +95,19 @@ cgroups_for_crun() {
   [ -z "$(cat "$CG/unified/cgroup.controllers")" ]
 }
 
+# Unmounts what start mounted, after removing the cgroups the engine made in it (its
+# "docker" parent stays after its containers are gone): a hierarchy that still holds a cgroup
+# outlives its unmount, keeps its controller from the cgroup2 side and takes the statistics
+# of later containers with it.
 cgroups_restore() {
   [ -f "$CG_MOUNTS" ] || return 0
   local m
   while read -r m; do
-    # The hierarchy goes once nothing is in it: containers of this engine are gone by now.
+    as_root find "$m" -mindepth 1 -depth -type d -exec rmdir {} \; 2>/dev/null || true
+    if [ -n "$(find "$m" -mindepth 1 -type d -print -quit 2>/dev/null)" ]; then
+      log "cgroups remain in $m (processes still in them?): left mounted"
+      continue
+    fi
     if as_root umount "$m" 2>/dev/null; then as_root rmdir "$m" 2>/dev/null || true
     else log "could not unmount $m (still in use?)"; fi
   done < "$CG_MOUNTS"
@@ -88,6 +121,7 @@ write_config() {
   if [ -x /usr/bin/runsc ]; then
     runtimes+="$sep\"runsc\": { \"path\": \"/usr/bin/runsc\", \"runtimeArgs\": [\"--network=none\"] }"; sep=", "
   fi
+  cgroups_reattach
   if [ -x /usr/bin/crun ] && cgroups_for_crun; then
     runtimes+="$sep\"crun\": { \"path\": \"/usr/bin/crun\" }"
   fi
