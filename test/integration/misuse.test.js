@@ -121,7 +121,7 @@ test("every runtime method refuses a non-object options argument, and other wron
   await assert.rejects(sandbox.stop(null), { name: "TypeError", message: "options must be an object." });
   // The inspector exposes exactly what was asked for, bound to the runtime.
   const inspector = sandbox.inspector({ files: true, ports: true });
-  assert.deepEqual(Object.keys(inspector).sort(), ["id", "listFiles", "provider", "publishedPorts", "readFile", "workdir"]);
+  assert.deepEqual(Object.keys(inspector).sort(), ["containerRuntime", "id", "listFiles", "provider", "publishedPorts", "readFile", "workdir"]);
   assert.ok(Object.isFrozen(inspector));
   assert.deepEqual(await inspector.listFiles(), []);
   assert.ok(Object.isFrozen(sandbox.runtime));
