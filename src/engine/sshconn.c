@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,12 +63,57 @@ struct ssh_transport {
    * and stdout are the accepted socket itself (no byte passes through this process). */
   char *dir;
   char *sock_path;
+  ssh_transport_t *live_next; /* live_dirs: the listeners a process exit must remove */
   int listen_fd;
   uv_poll_t listen_poll;
   int listen_open;
   ssh_conn_t *recent; /* the last ssh started for libcurl (a reference): explains failures */
   err_t spawn_err;    /* why the last ssh for libcurl could not even start, if it could not */
 };
+
+/*
+ * The listeners of the process, so that its exit removes their sockets and directories:
+ * a client is not freed when Node exits (nothing finalizes it), and each one left a
+ * directory in the temporary directory. Guarded by live_lock (one list for every Node
+ * environment and worker of the process); live_sweep runs at exit(), after the last
+ * JavaScript ran, and only unlinks paths the transports made.
+ */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t live_once = PTHREAD_ONCE_INIT;
+static ssh_transport_t *live_dirs;
+
+static void live_sweep(void) {
+  pthread_mutex_lock(&live_lock);
+  for (ssh_transport_t *t = live_dirs; t != NULL; t = t->live_next) {
+    if (t->sock_path) unlink(t->sock_path);
+    if (t->dir) rmdir(t->dir);
+  }
+  live_dirs = NULL;
+  pthread_mutex_unlock(&live_lock);
+}
+
+static void live_init(void) { atexit(live_sweep); }
+
+static void live_add(ssh_transport_t *t) {
+  pthread_once(&live_once, live_init);
+  pthread_mutex_lock(&live_lock);
+  t->live_next = live_dirs;
+  live_dirs = t;
+  pthread_mutex_unlock(&live_lock);
+}
+
+static void live_remove(ssh_transport_t *t) {
+  pthread_mutex_lock(&live_lock);
+  for (ssh_transport_t **p = &live_dirs; *p != NULL; p = &(*p)->live_next) {
+    if (*p == t) {
+      *p = t->live_next;
+      break;
+    }
+  }
+  t->live_next = NULL;
+  pthread_mutex_unlock(&live_lock);
+}
+
 
 /* ---- connections ---- */
 
@@ -430,6 +476,7 @@ static void spares_drop(ssh_transport_t *t) {
 }
 
 static void transport_release(ssh_transport_t *t) {
+  live_remove(t); /* (listener_remove did, unless the context went first) */
   ssh_conn_unref(t->recent);
   err_clear(&t->spawn_err);
   free(t->sock_path);
@@ -582,6 +629,7 @@ static int listener_open(ssh_transport_t *t, err_t *err) {
     t->dir = NULL;
     return -1;
   }
+  live_add(t);
   buf_init(&b, 0);
   if (buf_printf(&b, "%s/engine.sock", t->dir) != 0 || buf_terminate(&b) != 0) goto oom;
   t->sock_path = buf_steal(&b, NULL);
@@ -615,6 +663,7 @@ oom:
 
 /* Removes the socket and its directory (the poll handle is closed by the caller). */
 static void listener_remove(ssh_transport_t *t) {
+  if (t->dir) live_remove(t);
   if (t->listen_fd >= 0) close(t->listen_fd);
   t->listen_fd = -1;
   if (t->sock_path) unlink(t->sock_path);

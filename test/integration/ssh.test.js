@@ -9,7 +9,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
@@ -65,7 +65,9 @@ test("ssh failures are docker_unavailable with ssh's own message", { skip }, asy
   // Logged in, but no docker CLI on the remote side (the wrapper asks for another name).
   const { dir } = recordingSsh(t, 'set -- $(echo "$@" | sed "s/ docker / docker-is-not-installed /")\n');
   const oldPath = process.env.PATH;
+  const oldTmp = process.env.TMPDIR;
   process.env.PATH = `${dir}:${oldPath}`;
+  process.env.TMPDIR = scratch; // read by the addon in this process, for the worker's client
   try {
     await unavailable(`ssh://root@127.0.0.1:${PORT}`, /docker-is-not-installed: (command )?not found/);
   } finally {
@@ -98,8 +100,13 @@ test("an unknown host key is refused, never accepted on the way (no prompt, Batc
   assert.ok(!existsSync(join(dir, "known_hosts")) || readFileSync(join(dir, "known_hosts"), "utf8") === "");
 });
 
-test("no ssh process outlives a worker thread that used the client, nor a process that exits", { skip, timeout: 120_000 }, async (t) => {
+test("no ssh process and no listener directory outlives a worker thread that used the client, nor a process that exits", { skip, timeout: 120_000 }, async (t) => {
   const { dir, pids } = recordingSsh(t);
+  // The temporary directory the clients make their private listener directory in
+  // (anvia-ssh-*): empty again once each user of a client has ended.
+  const scratch = mkdtempSync(join(tmpdir(), "anvia-ssh-tmp-"));
+  t.after(() => rmSync(scratch, { recursive: true, force: true }));
+  const leftIn = () => readdirSync(scratch);
   const script = `
     import { DockerSandboxClient } from ${JSON.stringify(new URL("../../lib/index.js", import.meta.url).href)};
     const client = new DockerSandboxClient({ transport: "engine" });
@@ -108,6 +115,7 @@ test("no ssh process outlives a worker thread that used the client, nor a proces
     await sb.runtime.writeTextFile({ path: "f.txt", text: "x" });
     await sb.destroy();
     process.stdout.write(Buffer.from(r.stdout).toString() + "\\n");
+    if (process.argv[2] === "exit") process.exit(0);
   `;
   const file = join(dir, "use-client.mjs");
   writeFileSync(file, script);
@@ -127,20 +135,26 @@ test("no ssh process outlives a worker thread that used the client, nor a proces
     assert.ok(used.length >= 2, `ssh processes started by the worker: ${used}`);
     await sleep(200);
     assert.deepEqual(used.filter(alive), [], "ssh processes left after the worker ended");
-    // A process that exits.
-    const before = used.length;
-    const child = spawn(process.execPath, [file], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env } });
-    let childOut = "";
-    child.stdout.on("data", (c) => (childOut += c));
-    const code = await new Promise((resolve) => child.on("exit", resolve));
-    assert.equal(code, 0);
-    assert.equal(childOut.trim(), "through ssh");
-    const mine = pids().slice(before);
-    assert.ok(mine.length >= 2);
-    await sleep(500);
-    assert.deepEqual(mine.filter(alive), [], "ssh processes left after the process exited");
+    assert.deepEqual(leftIn(), [], "listener directories left after the worker ended");
+    // A process that exits when its work is done, and one that calls process.exit().
+    for (const how of ["end", "exit"]) {
+      const before = pids().length;
+      const child = spawn(process.execPath, [file, how], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env } });
+      let childOut = "";
+      child.stdout.on("data", (c) => (childOut += c));
+      const code = await new Promise((resolve) => child.on("exit", resolve));
+      assert.equal(code, 0);
+      assert.equal(childOut.trim(), "through ssh");
+      const mine = pids().slice(before);
+      assert.ok(mine.length >= 2);
+      await sleep(500);
+      assert.deepEqual(mine.filter(alive), [], `ssh processes left after the process exited (${how})`);
+      assert.deepEqual(leftIn(), [], `listener directories left after the process exited (${how})`);
+    }
   } finally {
     process.env.PATH = oldPath;
+    if (oldTmp === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = oldTmp;
   }
 });
 
