@@ -65,7 +65,7 @@ cgroups_reattach() {
     [ -e "$CG/$c" ] && ! mountpoint -q "$CG/$c" && [ -n "$(ls -A "$CG/$c" 2>/dev/null)" ] && continue
     if as_root mkdir -p "$CG/$c" && as_root mount -t cgroup -o "$c" cgroup "$CG/$c" 2>/dev/null; then
       echo "$CG/$c" >> "$CG_MOUNTS"
-      log "the v1 cgroup hierarchy of $c had no mount (an earlier unmount left cgroups in it): mounted it again at $CG/$c"
+      log "the v1 cgroup hierarchy of $c had no mount (an earlier unmount left it behind): mounted it again at $CG/$c"
     else
       log "the v1 cgroup hierarchy of $c has no mount and could not be mounted: the engine's stats may be empty"
     fi
