@@ -20,6 +20,8 @@
 #               give the same results (agent.test.js chooses its transport itself)
 #   stress      the lost-output stress test alone against Docker (its CPU burners would slow
 #               the suites beside it)
+#   runsc       the integration suites of every runtime operation with each sandbox under
+#               gVisor (containerRuntime "runsc", registered by scripts/dockerd.sh)
 #   podman      the integration suites and the stress test against Podman (scripts/podman.sh)
 #   ssh         the same over ssh:// to the local Docker (scripts/sshd.sh)
 #   packaging   test/tooling/package.test.js and consumer.test.js, once the artefacts are made
@@ -87,7 +89,7 @@ stage() {
 
 # Time limits of the stages, in seconds: about three times what each takes on a fresh,
 # busy two-core machine (README "Tests"), so that only a hang reaches them.
-declare -A STAGE_LIMIT=([prepare]=1800 [release]=1500 [engine-path]=900 [stress]=300
+declare -A STAGE_LIMIT=([prepare]=1800 [release]=1500 [engine-path]=900 [stress]=300 [runsc]=1200
   [podman]=1200 [ssh]=1200 [packaging]=1500 [asan]=1200)
 
 # bounded NAME LIMIT COMMAND...: runs COMMAND in a process group of its own; past LIMIT
@@ -212,6 +214,10 @@ stage release suites "${all_files[@]}"
 mapfile -t integration < <(find test/integration -name '*.test.js' ! -name agent.test.js | sort)
 ANVIA_SANDBOX_TRANSPORT=engine stage engine-path suites "${integration[@]}"
 stage stress suites test/integration/input-loss.stress.js
+# The integration suites of every runtime operation again, with every sandbox under gVisor
+# (test/helpers/docker.js baseOptions reads ANVIA_TEST_CONTAINER_RUNTIME).
+runsc_files=(test/integration/{lifecycle,exec,files,processes,agent,tree,tree-agent,stream,symlink-race}.test.js)
+ANVIA_TEST_CONTAINER_RUNTIME=runsc stage runsc suites "${runsc_files[@]}"
 
 start_podman() {
   if ! [ -f "$STATE/podman/service.pid" ] || ! kill -0 "$(cat "$STATE/podman/service.pid")" 2>/dev/null; then

@@ -5,7 +5,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { DockerSandboxClient, DockerSandboxError } from "../../lib/index.js";
-import { baseOptions, dockerExec } from "../helpers/docker.js";
+import { CONTAINER_RUNTIME, baseOptions, dockerExec } from "../helpers/docker.js";
 
 const client = new DockerSandboxClient();
 const decode = (bytes) => new TextDecoder().decode(bytes);
@@ -13,6 +13,20 @@ const decode = (bytes) => new TextDecoder().decode(bytes);
 async function processTable(sandbox) {
   const out = await dockerExec(`anvia-sandbox-${sandbox.id}`, ["ps", "-eo", "pid,args"]);
   return out.stdout;
+}
+
+// A page of a server on a published port, fetched from the host. The test dockerd's runsc
+// has no network (README "Other container runtimes"): under it, fetched inside the sandbox
+// over its loopback. Rejects when nothing answers.
+async function page(rt, port, path) {
+  if (CONTAINER_RUNTIME === "runsc") {
+    const r = await rt.exec({ command: "busybox", args: ["wget", "-qO-", `http://127.0.0.1:${port.containerPort}${path}`] });
+    if (r.exitCode !== 0) throw new Error(`wget: exit ${r.exitCode}: ${decode(r.stderr)}`);
+    return decode(r.stdout);
+  }
+  const res = await fetch(`http://127.0.0.1:${port.hostPort}${path}`);
+  assert.equal(res.status, 200);
+  return res.text();
 }
 
 async function eventually(check, timeoutMs = 3000) {
@@ -39,14 +53,12 @@ test("a web server on a published port: start, waitForPort, fetch from the host,
   const port = await sandbox.runtime.waitForPort({ containerPort: 8080, timeoutMs: 10_000 });
   assert.deepEqual(port, sandbox.runtime.publishedPorts[0]);
   assert.equal(Object.isFrozen(port), false); // a copy, as the original returned
-  const res = await fetch(`http://127.0.0.1:${port.hostPort}/index.html`);
-  assert.equal(res.status, 200);
-  assert.equal(await res.text(), "<h1>sandbox page</h1>");
+  assert.equal(await page(sandbox.runtime, port, "/index.html"), "<h1>sandbox page</h1>");
   const stopped = await sandbox.runtime.stopProcess({ processId: server.id, gracePeriodMs: 2000 });
   assert.equal(stopped.status, "stopped");
   assert.equal(typeof stopped.exitCode, "number");
   assert.match(stopped.endedAt, /Z$/);
-  await assert.rejects(fetch(`http://127.0.0.1:${port.hostPort}/index.html`));
+  await assert.rejects(page(sandbox.runtime, port, "/index.html"));
   assert.doesNotMatch(await processTable(sandbox), /httpd/);
 });
 
@@ -71,7 +83,7 @@ test("stop then resume: ports come back, the registry is empty, a new server on 
   await resumed.runtime.writeTextFile({ path: "index.html", text: "two" });
   await resumed.runtime.startProcess({ command: "busybox", args: ["httpd", "-f", "-p", "8081"] });
   const port = await resumed.runtime.waitForPort({ containerPort: 8081 });
-  assert.equal(await (await fetch(`http://127.0.0.1:${port.hostPort}/index.html`)).text(), "two");
+  assert.equal(await page(resumed.runtime, port, "/index.html"), "two");
 });
 
 test("a process that ignores TERM is killed after the grace period, with every child", async (t) => {

@@ -4,7 +4,7 @@
 // managed processes, a port inside, tree transfers), stop and resume keep its files and its
 // runtime, a fork runs under its parent's runtime, and destroy removes it. npm test runs this
 // file through the agent and through the engine path (ANVIA_SANDBOX_TRANSPORT=engine), and
-// its runtimes stage runs the other integration suites under runsc too.
+// its runsc stage runs the other integration suites under runsc too.
 // Needs the runtimes registered in the daemon: a missing one fails here with what to do.
 import test, { after, describe } from "node:test";
 import assert from "node:assert/strict";
@@ -14,6 +14,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DockerSandboxClient, DockerSandboxError } from "../../lib/index.js";
 import { IMAGE, api, inspectContainer } from "../helpers/docker.js";
+import { isPodman } from "../helpers/engines.js";
 
 const client = new DockerSandboxClient();
 const text = (bytes) => new TextDecoder().decode(bytes);
@@ -22,6 +23,17 @@ after(() => rmSync(work, { recursive: true, force: true }));
 const T = { timeout: 180_000 };
 
 const registered = Object.keys((await api("GET", "/info")).json?.Runtimes ?? {});
+
+// The runtime the engine runs a container with. Podman's compatible inspect always says
+// "oci" in HostConfig.Runtime; its own (libpod) inspect names the runtime.
+async function engineRuntime(name) {
+  const info = await inspectContainer(name);
+  if (!isPodman) return info.HostConfig.Runtime;
+  assert.equal(info.HostConfig.Runtime, "oci");
+  const own = await api("GET", `/libpod/containers/${encodeURIComponent(name)}/json`);
+  assert.equal(own.status, 200, own.text);
+  return own.json.OCIRuntime;
+}
 
 for (const runtime of ["runsc", "crun"]) {
   describe(`containerRuntime ${runtime}`, () => {
@@ -45,7 +57,7 @@ for (const runtime of ["runsc", "crun"]) {
       const name = `anvia-sandbox-${sandbox.id}`;
       assert.equal(sandbox.inspector({ files: true }).containerRuntime, runtime);
       const info = await inspectContainer(name);
-      assert.equal(info.HostConfig.Runtime, runtime);
+      assert.equal(await engineRuntime(name), runtime);
       assert.equal(info.Config.Labels["anvia.sandbox.container-runtime"], runtime);
       if (runtime === "runsc") {
         // gVisor's own kernel says so.
@@ -110,13 +122,13 @@ for (const runtime of ["runsc", "crun"]) {
       const resumed = await client.resumeSandbox({ id: sandbox.id });
       assert.equal(resumed.inspector({ files: true }).containerRuntime, runtime);
       assert.equal(await resumed.runtime.readTextFile({ path: "dir/a.txt" }), "alpha");
-      assert.equal((await inspectContainer(name)).HostConfig.Runtime, runtime);
+      assert.equal(await engineRuntime(name), runtime);
 
       // A fork runs under its parent's runtime.
       const fork = await resumed.fork();
       try {
         assert.equal(fork.inspector({ files: true }).containerRuntime, runtime);
-        assert.equal((await inspectContainer(`anvia-sandbox-${fork.id}`)).HostConfig.Runtime, runtime);
+        assert.equal(await engineRuntime(`anvia-sandbox-${fork.id}`), runtime);
         assert.equal(await fork.runtime.readTextFile({ path: "dir/a.txt" }), "alpha");
       } finally {
         await fork.destroy();
