@@ -9,11 +9,14 @@
 #include "codec/sandboxes.h"
 
 const char *forkspec_base_image(json_t *ins) {
-  json_t *base = json_object_get(json_object_get(json_object_get(ins, "Config"), "Labels"), LABEL_FORK_BASE);
-  if (json_is_string(base) && json_string_length(base) > 0) return json_string_value(base);
+  json_t *labels = json_object_get(json_object_get(ins, "Config"), "Labels");
   json_t *image = json_object_get(ins, "Image");
-  if (json_is_string(image) && json_string_length(image) > 0) return json_string_value(image);
-  return NULL;
+  const char *own = json_is_string(image) && json_string_length(image) > 0 ? json_string_value(image) : NULL;
+  /* The label chooses what runs as root in the copy helper: only a fork's own (made from
+   * the image its labels name) is taken, never one an image brought. */
+  const char *base = label_value(labels, LABEL_FORK_BASE);
+  if (base != NULL && fork_labels_proven(labels, own)) return base;
+  return own;
 }
 
 /* Copies `key` from `from` to `to` when it is there (and not null). */

@@ -32,8 +32,9 @@ typedef struct fork_names {
 #define FORK_COPY_FROM "/anvia-fork-from"
 #define FORK_COPY_TO "/anvia-fork-to"
 
-/* The parent's base image: its LABEL_FORK_BASE when it is a fork, else its Image (the
- * image ID). NULL when the inspection names neither. Borrowed from `ins`. */
+/* The parent's base image: its LABEL_FORK_BASE when it is a fork (fork_labels_proven:
+ * its fork labels name the image it was made from), else its Image (the image ID).
+ * NULL when the inspection names neither. Borrowed from `ins`. */
 const char *forkspec_base_image(json_t *ins);
 /* The fork's create body. NULL with err set: invalid_state "Sandbox metadata is invalid:
  * <field>" when the inspection lacks Config or HostConfig, or out of memory. */
