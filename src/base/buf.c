@@ -108,6 +108,39 @@ char *str_vformat(const char *fmt, va_list ap) {
   return out;
 }
 
+/* The length of the control character at s[i] (1, or 2 for a C1 control in UTF-8), or 0. */
+static size_t control_at(const unsigned char *s, size_t i, size_t len) {
+  if (s[i] < 0x20 || s[i] == 0x7f) return 1;
+  if (s[i] == 0xc2 && i + 1 < len && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f) return 2;
+  return 0;
+}
+
+int text_has_controls(const char *s, size_t len) {
+  for (size_t i = 0; i < len; i++)
+    if (control_at((const unsigned char *)s, i, len) != 0) return 1;
+  return 0;
+}
+
+int buf_append_escaped(buf_t *b, const char *s, size_t len) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t i = 0;
+  while (i < len) {
+    size_t start = i;
+    while (i < len && control_at(u, i, len) == 0) i++;
+    if (i > start && buf_append(b, s + start, i - start) != 0) return -1;
+    if (i >= len) break;
+    size_t n = control_at(u, i, len);
+    unsigned cp = n == 2 ? u[i + 1] : u[i];
+    int rc = cp == '\n' ? buf_append_str(b, "\\n")
+             : cp == '\r' ? buf_append_str(b, "\\r")
+             : cp == '\t' ? buf_append_str(b, "\\t")
+                          : buf_printf(b, "\\u%04x", cp);
+    if (rc != 0) return -1;
+    i += n;
+  }
+  return 0;
+}
+
 int buf_append_js_string(buf_t *b, const char *s, size_t len) {
   if (buf_append(b, "\"", 1) != 0) return -1;
   for (size_t i = 0; i < len; i++) {

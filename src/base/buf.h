@@ -35,6 +35,15 @@ void buf_consume(buf_t *b, size_t n);
  * `"`, `\` and the control characters escaped (\b \f \n \r \t, else \u00xx in
  * lower case), everything else as is. */
 int buf_append_js_string(buf_t *b, const char *s, size_t len);
+/* Appends `s` (`len` bytes) with every control character written as an escape, for
+ * messages built from text the sandbox or the engine chose (a file name with a newline,
+ * a terminal escape sequence in an engine's error): \n, \r, \t, else \u00xx for the
+ * other C0 controls, DEL and the C1 controls (U+0080 to U+009F, two bytes in UTF-8).
+ * Everything else, backslashes included, as is: text without control characters is
+ * unchanged. */
+int buf_append_escaped(buf_t *b, const char *s, size_t len);
+/* Whether buf_append_escaped would change `len` bytes of `s`. */
+int text_has_controls(const char *s, size_t len);
 /* Hands the allocation to the caller (NUL-terminated) and leaves b empty. */
 char *buf_steal(buf_t *b, size_t *len_out);
 

@@ -9,11 +9,14 @@
 #include "codec/sandboxes.h"
 
 const char *forkspec_base_image(json_t *ins) {
-  json_t *base = json_object_get(json_object_get(json_object_get(ins, "Config"), "Labels"), LABEL_FORK_BASE);
-  if (json_is_string(base) && json_string_length(base) > 0) return json_string_value(base);
+  json_t *labels = json_object_get(json_object_get(ins, "Config"), "Labels");
   json_t *image = json_object_get(ins, "Image");
-  if (json_is_string(image) && json_string_length(image) > 0) return json_string_value(image);
-  return NULL;
+  const char *own = json_is_string(image) && json_string_length(image) > 0 ? json_string_value(image) : NULL;
+  /* The label chooses what runs as root in the copy helper: only a fork's own (made from
+   * the image its labels name) is taken, never one an image brought. */
+  const char *base = label_value(labels, LABEL_FORK_BASE);
+  if (base != NULL && fork_labels_proven(labels, own)) return base;
+  return own;
 }
 
 /* Copies `key` from `from` to `to` when it is there (and not null). */
@@ -109,10 +112,21 @@ json_t *forkspec_container(json_t *ins, const fork_names_t *n, err_t *err) {
 }
 
 json_t *forkspec_copy_helper(const char *image, const char *from_volume, const char *to_volume, const char *fork_id) {
+  json_t *env = json_array();
+  for (size_t i = 0; env != NULL && i < ROOT_EXEC_ENVC; i++) {
+    if (json_array_append_new(env, json_string(ROOT_EXEC_ENV[i])) != 0) {
+      json_decref(env);
+      env = NULL;
+    }
+  }
+  if (env == NULL) return NULL;
+  /* Root runs /bin/cp with a fixed environment: nothing the image's PATH or loader
+   * variables name is run (codec/runspec.h ROOT_EXEC_ENV). */
   return json_pack(
-      "{s:s, s:[s], s:[s, s, s], s:s, s:{s:s}, s:b, s:b,"
+      "{s:s, s:[s], s:[s, s, s], s:o, s:s, s:{s:s}, s:b, s:b,"
       " s:{s:s, s:[s], s:[s, s, s, s, s], s:[s], s:b, s:[{s:s, s:s, s:s, s:b}, {s:s, s:s, s:s}]}}",
-      "Image", image, "Entrypoint", "cp", "Cmd", "-a", FORK_COPY_FROM "/.", FORK_COPY_TO "/", "User", "0:0", "Labels",
+      "Image", image, "Entrypoint", "/bin/cp", "Cmd", "-a", FORK_COPY_FROM "/.", FORK_COPY_TO "/", "Env", env, "User",
+      "0:0", "Labels",
       LABEL_ID, fork_id, "AttachStdout", 0, "AttachStderr", 0, "HostConfig", "NetworkMode", "none", "CapDrop", "ALL",
       "CapAdd", "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "SecurityOpt", "no-new-privileges:true",
       "ReadonlyRootfs", 1, "Mounts", "Type", "volume", "Source", from_volume, "Target", FORK_COPY_FROM, "ReadOnly", 1,

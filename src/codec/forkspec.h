@@ -32,16 +32,17 @@ typedef struct fork_names {
 #define FORK_COPY_FROM "/anvia-fork-from"
 #define FORK_COPY_TO "/anvia-fork-to"
 
-/* The parent's base image: its LABEL_FORK_BASE when it is a fork, else its Image (the
- * image ID). NULL when the inspection names neither. Borrowed from `ins`. */
+/* The parent's base image: its LABEL_FORK_BASE when it is a fork (fork_labels_proven:
+ * its fork labels name the image it was made from), else its Image (the image ID).
+ * NULL when the inspection names neither. Borrowed from `ins`. */
 const char *forkspec_base_image(json_t *ins);
 /* The fork's create body. NULL with err set: invalid_state "Sandbox metadata is invalid:
  * <field>" when the inspection lacks Config or HostConfig, or out of memory. */
 json_t *forkspec_container(json_t *ins, const fork_names_t *n, err_t *err);
-/* The helper: `cp -a FROM/. TO/` as root from `image`, with only the capabilities a
- * faithful copy needs (CHOWN, DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER, FSETID), no network,
- * no new privileges, a read-only root, the source mounted read-only. NULL when out of
- * memory. */
+/* The helper: `/bin/cp -a FROM/. TO/` as root from `image`, with ROOT_EXEC_ENV
+ * (codec/runspec.h) over the image's environment, only the capabilities a faithful copy
+ * needs (CHOWN, DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER, FSETID), no network, no new
+ * privileges, a read-only root, the source mounted read-only. NULL when out of memory. */
 json_t *forkspec_copy_helper(const char *image, const char *from_volume, const char *to_volume, const char *fork_id);
 /* POST /commit's body: the image says which sandbox it belongs to. */
 json_t *forkspec_commit_config(const char *fork_id);

@@ -81,7 +81,8 @@ int lifetime_from_labels(json_t *labels, lifetime_t *out, err_t *err) {
   int64_t *slots[2] = {&out->idle_ms, &out->max_ms};
   for (int i = 0; i < 2; i++) {
     json_t *v = json_object_get(labels, names[i]);
-    if (v == NULL) continue;
+    /* Empty: written over an image's value (codec/sandboxes.h labels_mask_reserved). */
+    if (v == NULL || (json_is_string(v) && json_string_length(v) == 0)) continue;
     if (!json_is_string(v) || limit_value(json_string_value(v), slots[i]) != 0)
       return err_sandbox(err, CODE_INVALID_STATE, "Sandbox metadata is invalid: %s", names[i]);
   }

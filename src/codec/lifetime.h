@@ -50,7 +50,8 @@ json_t *lifetime_cmd(const lifetime_t *l);
  * 0, or -1 when out of memory. */
 int lifetime_apply(json_t *body, const lifetime_t *l);
 /* The limits named by a container's labels (an object, or NULL): a missing label is no
- * limit. A label that is not an integer in [LIFETIME_MIN_MS, LIFETIME_MAX_MS] is
+ * limit, and so is an empty one (what a create writes over an image's). A label that
+ * is not an integer in [LIFETIME_MIN_MS, LIFETIME_MAX_MS] is
  * invalid_state "Sandbox metadata is invalid: <label>" (-1). */
 int lifetime_from_labels(json_t *labels, lifetime_t *out, err_t *err);
 /* Whether `label` is one of the two above. */

@@ -1,5 +1,6 @@
 /*
- * runspec.c - container create body and port mapping (see runspec.h).
+ * runspec.c - container create body, port mapping and the environment of what the
+ * package runs as root in a container (see runspec.h).
  */
 #include "codec/runspec.h"
 
@@ -10,6 +11,11 @@
 #include <string.h>
 
 #include "base/buf.h"
+
+const char *const ROOT_EXEC_ENV[ROOT_EXEC_ENVC] = {
+    "PATH=" ROOT_PATH, "LC_ALL=C",    "ENV=",        "BASH_ENV=",        "SHELLOPTS=",
+    "BASHOPTS=",       "CDPATH=",     "LD_PRELOAD=", "LD_LIBRARY_PATH=", "LD_AUDIT=",
+};
 
 char *container_name_for(const char *id) {
   buf_t b;

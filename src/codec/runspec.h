@@ -39,6 +39,21 @@
 #define AGENT_TMPFS_PATH "/.anvia"
 #define AGENT_TMPFS_OPTIONS "rw,exec,nosuid,nodev,size=65536k,mode=755"
 
+/*
+ * The environment of every process the package itself runs as root in a container (the
+ * agent's placement into a read-only rootfs's tmpfs, the fork's copy helper), added to
+ * the container's own (which the engine passes on and nothing can remove, only write
+ * over): a fixed PATH of system directories, the C locale (no locale file is read), and
+ * empty values over what makes a shell or the dynamic loader run or load a file the
+ * environment names (ENV, BASH_ENV, SHELLOPTS, BASHOPTS, CDPATH, LD_PRELOAD,
+ * LD_LIBRARY_PATH, LD_AUDIT). Those processes also name every program by its absolute
+ * path, so nothing the sandbox's user can write (a directory on its PATH, a file the
+ * environment points into its workspace) is run or loaded by root.
+ */
+#define ROOT_PATH "/usr/sbin:/usr/bin:/sbin:/bin"
+#define ROOT_EXEC_ENVC 10
+extern const char *const ROOT_EXEC_ENV[ROOT_EXEC_ENVC];
+
 #define KEEP_ALIVE_SCRIPT "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
 
 /* anvia-sandbox-<id> */

@@ -1,6 +1,7 @@
 /*
- * sandboxes.c - the container list read as sandboxes, and status lines read as
- * stopped-for bounds (see sandboxes.h).
+ * sandboxes.c - the container list read as sandboxes, status lines read as stopped-for
+ * bounds, and which reserved labels of a container or an image the package can trust
+ * (see sandboxes.h).
  */
 #include "codec/sandboxes.h"
 
@@ -137,6 +138,44 @@ static char *dup_or_null(json_t *v) {
   return json_is_string(v) ? strdup(json_string_value(v)) : NULL;
 }
 
+/* ---- reserved labels ---- */
+
+int labels_mask_reserved(json_t *labels, json_t *image_labels) {
+  const char *key;
+  json_t *value;
+  if (!json_is_object(labels) || !json_is_object(image_labels)) return 0;
+  json_object_foreach(image_labels, key, value) {
+    (void)value;
+    if (strncmp(key, LABEL_PREFIX, sizeof(LABEL_PREFIX) - 1) != 0 || json_object_get(labels, key) != NULL) continue;
+    if (json_object_set_new(labels, key, json_string("")) != 0) return -1;
+  }
+  return 0;
+}
+
+const char *label_value(json_t *labels, const char *name) {
+  json_t *v = json_object_get(labels, name);
+  return json_is_string(v) && json_string_length(v) > 0 ? json_string_value(v) : NULL;
+}
+
+static const char *without_algorithm(const char *id) {
+  return strncmp(id, "sha256:", 7) == 0 ? id + 7 : id;
+}
+
+int fork_labels_proven(json_t *labels, const char *container_image) {
+  const char *own = label_value(labels, LABEL_FORK_IMAGE);
+  if (own == NULL || container_image == NULL || container_image[0] == 0) return 0;
+  const char *a = without_algorithm(own), *b = without_algorithm(container_image);
+  return a[0] != 0 && strcmp(a, b) == 0;
+}
+
+int image_is_sandboxes(const uint8_t *body, size_t len, const char *id) {
+  json_t *img = json_loadb((const char *)(body ? body : (const uint8_t *)""), len, 0, NULL);
+  json_t *label = json_object_get(json_object_get(json_object_get(img, "Config"), "Labels"), LABEL_ID);
+  int ours = id != NULL && json_is_string(label) && strcmp(json_string_value(label), id) == 0;
+  json_decref(img);
+  return ours;
+}
+
 static int has_name(json_t *names, const char *want) {
   size_t i;
   json_t *n;
@@ -226,8 +265,15 @@ static int read_entry(json_t *c, sandbox_summary_t *s) {
     if (strcmp(json_string_value(type), "ephemeral") == 0) s->ws_known = s->ws_ephemeral = 1;
     else if (strcmp(json_string_value(type), "docker-volume") == 0) s->ws_known = 1;
   }
-  s->owned_image = dup_or_null(json_object_get(labels, LABEL_FORK_IMAGE));
-  s->fork_parent = dup_or_null(json_object_get(labels, LABEL_FORK_PARENT));
+  /* A fork's labels count only on the container made from the image they name (an
+   * image's own labels, merged into its containers', cannot name it). */
+  json_t *image_id = json_object_get(c, "ImageID");
+  if (fork_labels_proven(labels, json_is_string(image_id) ? json_string_value(image_id) : NULL)) {
+    s->owned_image = strdup(label_value(labels, LABEL_FORK_IMAGE));
+    const char *parent = label_value(labels, LABEL_FORK_PARENT);
+    s->fork_parent = parent ? strdup(parent) : NULL;
+    if (s->owned_image == NULL || (parent && s->fork_parent == NULL)) return -1;
+  }
   err_t ignored;
   err_init(&ignored);
   if (lifetime_from_labels(labels, &s->lifetime, &ignored) != 0) s->lifetime.idle_ms = s->lifetime.max_ms = 0;

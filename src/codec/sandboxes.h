@@ -31,6 +31,28 @@
 #define LABEL_FORK_BASE "anvia.sandbox.fork.base-image"
 #define LABEL_PREFIX "anvia.sandbox."
 
+/*
+ * Reserved labels and the image a container is made from. The engine merges the image's
+ * labels into the container's, so an image can carry any anvia.sandbox.* label; the
+ * package writes every one it reads back (labels_mask_reserved), and a fork's labels
+ * count only on a container made from the image they name as its own.
+ */
+/* For every LABEL_PREFIX key of `image_labels` (an image's Config.Labels, or NULL) that
+ * `labels` (a create body's) lacks, sets it to "" there: the container gets the
+ * package's value, never the image's. An image without such labels changes nothing.
+ * 0, or -1 when out of memory. */
+int labels_mask_reserved(json_t *labels, json_t *image_labels);
+/* A label's value when it is a non-empty string, else NULL (an empty value is what
+ * labels_mask_reserved writes: no value). Borrowed. */
+const char *label_value(json_t *labels, const char *name);
+/* Whether the fork labels of a container are its own: LABEL_FORK_IMAGE is set and names
+ * `container_image` (the image the container was made from, the inspection's Image or
+ * the list's ImageID; "sha256:" prefixes aside). No image can carry its own id. */
+int fork_labels_proven(json_t *labels, const char *container_image);
+/* Whether an image's inspection (GET /images/{id}/json) says it belongs to sandbox `id`
+ * (Config.Labels LABEL_ID, as POST /commit labels a fork's image). */
+int image_is_sandboxes(const uint8_t *body, size_t len, const char *id);
+
 typedef enum {
   SBX_RUNNING = 0,
   SBX_STOPPED, /* exited, or created and never started */
@@ -67,8 +89,8 @@ typedef struct sandbox_summary {
   size_t nports;
   kv_list_t labels;        /* the caller's labels: every key outside anvia.sandbox. */
   lifetime_t lifetime;     /* zeros when none, or when its labels are malformed */
-  char *owned_image;       /* LABEL_FORK_IMAGE, or NULL */
-  char *fork_parent;       /* LABEL_FORK_PARENT, or NULL */
+  char *owned_image;       /* LABEL_FORK_IMAGE when fork_labels_proven, or NULL */
+  char *fork_parent;       /* LABEL_FORK_PARENT when fork_labels_proven, or NULL */
 } sandbox_summary_t;
 
 /* Parses the reply. *out (NULL when none) and *n are set on success (0); -1 with err set

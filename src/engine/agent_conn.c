@@ -20,6 +20,7 @@
 
 #include "base/buf.h"
 #include "base/trace.h"
+#include "codec/runspec.h"
 #include "codec/tar.h"
 #include "engine/agent_image.h"
 #include "engine/exec.h"
@@ -32,14 +33,20 @@
 
 enum { ST_IDLE = 0, ST_VERSION, ST_PROBE, ST_PLACE, ST_CREATE, ST_HELLO, ST_READY, ST_DEAD, ST_UNUSABLE };
 
-/* Writes the binary into the /.anvia tmpfs of a read-only rootfs, as uid 0. */
+/*
+ * Writes the binary into the /.anvia tmpfs of a read-only rootfs, as uid 0: run by
+ * /bin/sh with ROOT_EXEC_ENV (codec/runspec.h) over the container's environment, and
+ * every program named by its absolute path (busybox images and Debian's, merged /usr or
+ * not, have them in /bin), so nothing on the container's PATH, which can hold a
+ * directory the sandbox's user writes, is run as root. Every expansion is quoted.
+ */
 static const char PLACE_SCRIPT[] =
     "set -e\n"
     "[ -d /.anvia ] && [ ! -L /.anvia ]\n"
     "t=/.anvia/.agent.$$\n"
-    "cat > \"$t\"\n"
-    "chmod 755 \"$t\"\n"
-    "mv -f \"$t\" \"$1\"\n";
+    "/bin/cat > \"$t\"\n"
+    "/bin/chmod 755 \"$t\"\n"
+    "/bin/mv -f \"$t\" \"$1\"\n";
 
 struct agent_req {
   agent_conn_t *conn;
@@ -757,13 +764,21 @@ static void on_placed_by_exec(void *ud, exec_result_t *r, err_t *err) {
 static void place_by_exec(agent_conn_t *c) {
   exec_spec_t spec;
   memset(&spec, 0, sizeof(spec));
-  const char *argv[] = {"sh", "-c", PLACE_SCRIPT, "anvia-place-agent", c->img->path};
+  const char *argv[] = {"/bin/sh", "-c", PLACE_SCRIPT, "anvia-place-agent", c->img->path};
   err_t err;
   err_init(&err);
   spec.workdir = strdup("/");
   spec.user = strdup("0");
   spec.input = malloc(c->img->len ? c->img->len : 1);
-  if (spec.workdir == NULL || spec.user == NULL || spec.input == NULL || exec_spec_set_argv(&spec, argv, 5) != 0) {
+  int env_ok = 1;
+  for (size_t i = 0; env_ok && i < ROOT_EXEC_ENVC; i++) {
+    const char *eq = strchr(ROOT_EXEC_ENV[i], '=');
+    char key[32];
+    snprintf(key, sizeof(key), "%.*s", (int)(eq - ROOT_EXEC_ENV[i]), ROOT_EXEC_ENV[i]);
+    env_ok = exec_spec_add_env(&spec, key, eq + 1) == 0;
+  }
+  if (!env_ok || spec.workdir == NULL || spec.user == NULL || spec.input == NULL ||
+      exec_spec_set_argv(&spec, argv, 5) != 0) {
     exec_spec_free(&spec);
     err_oom(&err);
     conn_fail(c, &err, 0);

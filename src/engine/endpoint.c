@@ -98,10 +98,32 @@ bad:
 }
 
 /*
+ * A user name as ssh and POSIX take one: the portable filename characters (letters,
+ * digits, '.', '_', '-'), not starting with '-' (ssh would read an option), and a '$'
+ * only as the last character (Samba's machine accounts). Nothing else reaches ssh's
+ * argument list or the remote side's user lookup (no '%', space, quote, '@' or control
+ * character).
+ */
+static int ssh_user_valid(const char *user) {
+  size_t n = strlen(user);
+  if (n == 0 || user[0] == '-') return 0;
+  if (user[n - 1] == '$') n--;
+  if (n == 0) return 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = user[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+          c == '-'))
+      return 0;
+  }
+  return 1;
+}
+
+/*
  * ssh://[user@]host[:port][/path], with the docker CLI's rules (cli/connhelper/ssh): no
  * password, no query, no fragment, a host; the user and the path are percent-decoded.
  * Nothing here may start with '-' where ssh would read it as an option (the CLI puts
- * "--" before the host; the user goes after -l, which takes it as a value).
+ * "--" before the host; the user goes after -l, which takes it as a value), and the user
+ * holds only what ssh_user_valid allows.
  */
 static int parse_ssh(const char *spec, endpoint_t *out, err_t *err) {
   const char *rest = spec + 6;
@@ -118,9 +140,12 @@ static int parse_ssh(const char *spec, endpoint_t *out, err_t *err) {
       return err_type(err, "Docker host ssh URL cannot carry a password (plain-text passwords are not supported): %s",
                       spec);
     out->ssh_user = url_unescape(rest, (size_t)(at - rest));
-    if (out->ssh_user == NULL || out->ssh_user[0] == 0 || out->ssh_user[0] == '-') {
+    if (out->ssh_user == NULL || !ssh_user_valid(out->ssh_user)) {
       endpoint_free(out);
-      return err_type(err, "Docker host ssh URL has an invalid user name: %s", spec);
+      return err_type(err,
+                      "Docker host ssh URL has an invalid user name (letters, digits, '.', '_' and '-', not first, "
+                      "and '$' only last): %s",
+                      spec);
     }
   }
   char *hp = strndup(hostport, hp_len);

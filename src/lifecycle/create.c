@@ -4,9 +4,11 @@
  * caller aborts.
  *
  * Steps (each one engine request):
- *   container must not exist -> image must exist -> named volume must exist (docker-volume)
- *   -> the containerRuntime asked for must be registered in the daemon (GET /info, only
- *   when one is asked for) -> create the ephemeral volume -> create the container -> start it -> look up the
+ *   container must not exist -> image must exist (its user and labels read) -> named
+ *   volume must exist (docker-volume) -> the containerRuntime asked for must be
+ *   registered in the daemon (GET /info, only when one is asked for) -> create the
+ *   ephemeral volume -> create the container (every anvia.sandbox.* label the package's,
+ *   those the image carries written over) -> start it -> look up the
  *   sandbox user's uid/gid (non-root users) -> give the user the workspace root (read-only
  *   rootfs: through a never-started helper container) -> one archive upload with every
  *   initial directory and file -> read the engine-chosen host ports.
@@ -29,6 +31,7 @@
 #include "codec/paths.h"
 #include "codec/runspec.h"
 #include "codec/runtimes.h"
+#include "codec/sandboxes.h"
 #include "codec/upload.h"
 #include "codec/userspec.h"
 #include "lifecycle/client.h"
@@ -75,6 +78,7 @@ typedef struct create_op {
   char *volume_name;
   char *helper_name;
   char *image_user;
+  json_t *image_labels; /* the image's Config.Labels (an object), or NULL */
   lifetime_t lifetime; /* idle and lifetime limits (lifecycle/lifetime.h) */
   char *seccomp_tmp;   /* Podman: the profile's private file until the create is answered */
   create_step_t step;
@@ -519,7 +523,10 @@ static void step_next(create_op_t *op) {
         if ((op->o.seccomp_path == NULL || op->o.seccomp_json != NULL || load_seccomp(&op->o, &err) == 0) &&
             seccomp_for_engine(op, &err) == 0)
           body = runspec_build(&op->o, op->volume_name, &err);
-        if (body != NULL && lifetime_apply(body, &op->lifetime) != 0) {
+        /* Every anvia.sandbox.* label is the package's: one the image carries and the
+         * create does not set is written empty (the engine would merge the image's). */
+        if (body != NULL && (lifetime_apply(body, &op->lifetime) != 0 ||
+                             labels_mask_reserved(json_object_get(body, "Labels"), op->image_labels) != 0)) {
           json_decref(body);
           body = NULL;
           err_oom(&err);
@@ -648,6 +655,8 @@ static void on_resp(http_req_t *req, void *ud) {
         json_t *img = http_req_json(req, &err);
         json_t *user = json_object_get(json_object_get(img, "Config"), "User");
         if (json_is_string(user)) op->image_user = strdup(json_string_value(user));
+        json_t *labels = json_object_get(json_object_get(img, "Config"), "Labels");
+        if (json_is_object(labels)) op->image_labels = json_incref(labels);
         json_decref(img);
       }
       break;
@@ -748,6 +757,7 @@ static void create_destroy(op_t *o) {
   free(op->volume_name);
   free(op->helper_name);
   free(op->image_user);
+  json_decref(op->image_labels);
   err_clear(&op->err);
   for (size_t i = 0; i < op->n_rb_err; i++) err_clear(&op->rb_err[i]);
 }

@@ -3,7 +3,8 @@
  *
  * Owns: a fork operation owns its request in flight, the parent's inspection, the names
  * of what it makes, the fork's sandbox until it is handed to JavaScript, and the errors
- * of a rollback. The owned-image record attached to a fork's sandbox owns its string.
+ * of a rollback. The owned-image record attached to a fork's sandbox owns its string
+ * (and says whether the image still needs its id label checked before removal).
  *
  * Steps (each one engine request):
  *   the fork's container must not exist -> inspect the parent (configuration, limits,
@@ -25,7 +26,7 @@
  * asked again, up to RB_REMOVE_TRIES times, RB_RETRY_MS apart.
  *
  * The fork owns its image (label anvia.sandbox.fork.image): destroy() removes it after
- * the container. A fork of a fork builds on its parent's image, which the engine then
+ * the container (after a resume, only once the image's own id label proves it). A fork of a fork builds on its parent's image, which the engine then
  * refuses to remove (409, "dependent child images"): it is left for the engine to remove
  * with its last child (deleting an image also deletes its untagged, unused parents).
  */
@@ -111,11 +112,20 @@ static void on_resp(http_req_t *req, void *ud);
 
 static const int IMAGE_KEY = 0;
 
-int fork_image_track(sandbox_t *sb, const char *image, err_t *err) {
+typedef struct owned_image {
+  int checked; /* made by this process's fork: no proof asked */
+  char image[];
+} owned_image_t;
+
+int fork_image_track(sandbox_t *sb, const char *image, int checked, err_t *err) {
   if (image == NULL || image[0] == 0 || sandbox_attached(sb, &IMAGE_KEY) != NULL) return 0;
-  char *copy = strdup(image);
-  if (copy == NULL || sandbox_attach(sb, &IMAGE_KEY, copy, free) != 0) {
-    free(copy);
+  size_t len = strlen(image);
+  owned_image_t *rec = malloc(sizeof(*rec) + len + 1);
+  if (rec == NULL) return err_oom(err);
+  rec->checked = checked;
+  memcpy(rec->image, image, len + 1);
+  if (sandbox_attach(sb, &IMAGE_KEY, rec, free) != 0) {
+    free(rec);
     return err_oom(err);
   }
   return 0;
@@ -344,7 +354,7 @@ static int make_fork(fork_op_t *op, err_t *err) {
     }
   }
   if (lifetime_track(op->op.js, s, &op->lifetime, err) != 0) return -1;
-  return fork_image_track(s, op->image, err);
+  return fork_image_track(s, op->image, 1, err);
 }
 
 /* The helper's log tail (cp's complaint) as the error. */
@@ -696,18 +706,41 @@ static napi_value js_prepare_fork(napi_env env, napi_callback_info info) {
   return op_prepared(&op->op, &err);
 }
 
-/* ---- removing an owned image ---- */
+/* ---- removing an owned image ----
+ * A record read from labels (a resumed fork) is removed only when the image's own id
+ * label says it is this sandbox's (GET /images/{id}/json first), as a prune removes a
+ * volume: labels alone never choose what is deleted. One this process's fork made is
+ * removed at once. */
 
 typedef struct image_op {
   op_t op;
   http_req_t *req;
+  int checking; /* the inspection is in flight */
 } image_op_t;
+
+static void image_send(image_op_t *op, const char *method, const char *fmt);
 
 static void on_image_removed(http_req_t *req, void *ud) {
   image_op_t *op = ud;
   op->req = NULL;
   err_t err;
   err_init(&err);
+  if (op->checking) {
+    op->checking = 0;
+    int ours = http_req_ok(req) && image_is_sandboxes(req->resp.data, req->resp.len, op->op.sb->id);
+    /* 404: gone already. Anything else: leave it (never removed unless proven). */
+    if (!http_req_ok(req) && !http_req_not_found(req)) {
+      http_req_error(req, &err);
+      wrap_failure(&err, "Unable to remove the Docker image of a sandbox fork.");
+    }
+    http_req_free(req);
+    if (ours && !err_is_set(&err)) {
+      image_send(op, "DELETE", "/images/%s");
+      return;
+    }
+    op_settle(&op->op, &err);
+    return;
+  }
   /* 404: gone already; 409: another fork builds on it (it goes with the last one). */
   if (!http_req_ok(req) && !http_req_not_found(req) && !is_status(req, 409)) {
     http_req_error(req, &err);
@@ -717,24 +750,31 @@ static void on_image_removed(http_req_t *req, void *ud) {
   op_settle(&op->op, &err);
 }
 
-static void image_start(op_t *o) {
-  image_op_t *op = (image_op_t *)o;
+static void image_send(image_op_t *op, const char *method, const char *fmt) {
   err_t err;
   err_init(&err);
-  const char *image = sandbox_attached(o->sb, &IMAGE_KEY);
-  char *esc = image ? url_escape(image) : NULL;
-  op->req = esc ? http_req_new(o->sb->eng, "DELETE", "/images/%s", esc) : NULL;
+  const owned_image_t *rec = sandbox_attached(op->op.sb, &IMAGE_KEY);
+  char *esc = rec ? url_escape(rec->image) : NULL;
+  op->req = esc ? http_req_new(op->op.sb->eng, method, fmt, esc) : NULL;
   free(esc);
   if (op->req == NULL) {
     err_oom(&err);
-    op_settle(o, &err);
+    op_settle(&op->op, &err);
     return;
   }
   if (http_req_start(op->req, on_image_removed, op, &err) != 0) {
     http_req_free(op->req);
     op->req = NULL;
-    op_settle(o, &err);
+    op_settle(&op->op, &err);
   }
+}
+
+static void image_start(op_t *o) {
+  image_op_t *op = (image_op_t *)o;
+  const owned_image_t *rec = sandbox_attached(o->sb, &IMAGE_KEY);
+  op->checking = rec != NULL && !rec->checked;
+  if (op->checking) image_send(op, "GET", "/images/%s/json");
+  else image_send(op, "DELETE", "/images/%s");
 }
 
 static void image_cancel(op_t *o) {

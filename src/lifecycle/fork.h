@@ -15,9 +15,12 @@
 #include "base/err.h"
 #include "sandbox/sandbox.h"
 
-/* Records that `sb` owns `image` (a fork's committed image, from LABEL_FORK_IMAGE): its
- * destroy removes it. NULL image: nothing. 0, or -1 with err set (out of memory). */
-int fork_image_track(sandbox_t *sb, const char *image, err_t *err);
+/* Records that `sb` owns `image` (a fork's committed image): its destroy removes it.
+ * `checked`: this process's fork made it (removed at once); 0 when it comes from
+ * labels (LABEL_FORK_IMAGE of a resumed fork): removed only when the image's own
+ * LABEL_ID is the sandbox's id. NULL or empty image: nothing. 0, or -1 with err set
+ * (out of memory). */
+int fork_image_track(sandbox_t *sb, const char *image, int checked, err_t *err);
 
 void fork_register(napi_env env, napi_value exports);
 

@@ -103,10 +103,16 @@ static int configuration_from_inspection(resume_op_t *op, json_t *ins, err_t *er
   s->container_runtime = strdup(runspec_container_runtime(ins));
   if (!s->id || !s->container_name || !s->workdir || !s->volume_name || !s->user || !s->container_runtime)
     return err_oom(err);
-  /* The idle limit's activity tracker, and the image a fork owns (removed with it). */
+  /* The idle limit's activity tracker, and the image a fork owns (removed with it, once
+   * its own id label proves it): only when the fork labels are the container's own
+   * (it was made from the image they name), never labels an image brought. */
   lifetime_t limits;
+  json_t *image = json_object_get(ins, "Image");
+  const char *owned = fork_labels_proven(labels, json_is_string(image) ? json_string_value(image) : NULL)
+                          ? label_value(labels, LABEL_FORK_IMAGE)
+                          : NULL;
   if (lifetime_from_labels(labels, &limits, err) != 0 || lifetime_track(op->op.js, s, &limits, err) != 0 ||
-      fork_image_track(s, json_string_value(json_object_get(labels, LABEL_FORK_IMAGE)), err) != 0)
+      fork_image_track(s, owned, 0, err) != 0)
     return -1;
   return 0;
 }

@@ -10,7 +10,9 @@
  * for each selected sandbox, one after the other: checks that an ephemeral workspace
  * volume really is the sandbox's own (it carries the sandbox's id label, as this package
  * and the original label the volumes they create; a docker-volume workspace is never
- * touched), removes the container (forced only when it was selected although running,
+ * touched), that a fork's image really is its own (its id label, as POST /commit writes
+ * it; the fork labels themselves count only on a container made from that image, see
+ * codec/sandboxes.h), removes the container (forced only when it was selected although running,
  * by createdBeforeMs: a stopped one that was resumed meanwhile is refused by the engine
  * and reported as failed), the volume, and the image a fork owns (kept when another fork
  * still builds on it: it goes with the last one). A dry run makes the checks and removes
@@ -31,7 +33,7 @@
 
 #define MAX_LIST_BYTES (64u * 1024 * 1024)
 
-typedef enum { I_VOLUME_CHECK = 1, I_CONTAINER, I_VOLUME, I_IMAGE, I_DONE } item_step_t;
+typedef enum { I_VOLUME_CHECK = 1, I_IMAGE_CHECK, I_CONTAINER, I_VOLUME, I_IMAGE, I_DONE } item_step_t;
 
 typedef struct list_op {
   op_t op;
@@ -48,7 +50,7 @@ typedef struct list_op {
   sandbox_summary_t *items;
   size_t n;
   /* prune */
-  uint8_t *chosen, *forced, *volume_ours, *removed;
+  uint8_t *chosen, *forced, *volume_ours, *image_ours, *removed;
   err_t *failures;
   size_t cur;
   item_step_t step;
@@ -200,9 +202,10 @@ static void start_prune(list_op_t *op) {
   op->chosen = calloc(n, 1);
   op->forced = calloc(n, 1);
   op->volume_ours = calloc(n, 1);
+  op->image_ours = calloc(n, 1);
   op->removed = calloc(n, 1);
   op->failures = calloc(n, sizeof(err_t));
-  if (!op->chosen || !op->forced || !op->volume_ours || !op->removed || !op->failures) {
+  if (!op->chosen || !op->forced || !op->volume_ours || !op->image_ours || !op->removed || !op->failures) {
     err_t err;
     err_init(&err);
     err_oom(&err);
@@ -248,6 +251,10 @@ static void item_next(list_op_t *op) {
         if (!s->ws_known || !s->ws_ephemeral) continue;
         req = req_named(op, "GET", "/volumes/%s", s->volume);
         break;
+      case I_IMAGE_CHECK:
+        if (op->dry_run || s->owned_image == NULL) continue;
+        req = req_named(op, "GET", "/images/%s/json", s->owned_image);
+        break;
       case I_CONTAINER:
         if (op->dry_run) continue;
         req = req_named(op, "DELETE", op->forced[op->cur] ? "/containers/%s?force=1" : "/containers/%s",
@@ -258,7 +265,7 @@ static void item_next(list_op_t *op) {
         req = req_named(op, "DELETE", "/volumes/%s", s->volume);
         break;
       case I_IMAGE:
-        if (op->dry_run || s->owned_image == NULL) continue;
+        if (op->dry_run || !op->image_ours[op->cur]) continue;
         req = req_named(op, "DELETE", "/images/%s", s->owned_image);
         break;
       default:
@@ -304,6 +311,11 @@ static void on_resp(http_req_t *req, void *ud) {
   switch (op->step) {
     case I_VOLUME_CHECK:
       if (ok) op->volume_ours[op->cur] = (uint8_t)volume_is_sandboxes(req, s->id);
+      else if (!not_found) http_req_error(req, &err);
+      break;
+    case I_IMAGE_CHECK:
+      /* Removed only when its own id label says it is this fork's (404: gone already). */
+      if (ok) op->image_ours[op->cur] = (uint8_t)image_is_sandboxes(req->resp.data, req->resp.len, s->id);
       else if (!not_found) http_req_error(req, &err);
       break;
     case I_CONTAINER:
@@ -406,6 +418,7 @@ static void list_destroy(op_t *o) {
   free(op->chosen);
   free(op->forced);
   free(op->volume_ours);
+  free(op->image_ours);
   free(op->removed);
   sandbox_summaries_free(op->items, op->n);
 }

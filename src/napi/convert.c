@@ -1,14 +1,38 @@
 /*
- * convert.c - C records as the JavaScript values the shim receives (see convert.h).
+ * convert.c - C records as the JavaScript values the shim receives (see convert.h);
+ * error messages with their control characters escaped.
  */
 #include "napi/convert.h"
+
+#include <string.h>
+
+#include "base/buf.h"
 
 #include "napi/token.h"
 #include "napi/values.h"
 
+/*
+ * A message as JavaScript gets it: with its control characters escaped (base/buf.h
+ * buf_append_escaped). Messages name what the sandbox and the engine chose (file names,
+ * an engine's error text, a command's complaint) and reach an LLM through the tools; a
+ * newline or a terminal escape code in them must not read as more than the one message.
+ * A message without control characters (every message made from ordinary input) is
+ * passed as it is.
+ */
+static napi_value message_value(napi_env env, const char *text) {
+  size_t len = strlen(text);
+  if (!text_has_controls(text, len)) return nu_string(env, text);
+  buf_t b;
+  buf_init(&b, 0);
+  napi_value v = buf_append_escaped(&b, text, len) == 0 && buf_terminate(&b) == 0 ? nu_string(env, (const char *)b.data)
+                                                                                  : nu_string(env, "Out of memory.");
+  buf_free(&b);
+  return v;
+}
+
 napi_value nu_error_value(jsenv_t *js, err_t *err) {
   napi_env env = js->env;
-  napi_value msg = nu_string(env, err->message ? err->message : "Unknown error.");
+  napi_value msg = message_value(env, err->message ? err->message : "Unknown error.");
   napi_value result = NULL;
   /* A TypeError or RangeError with a code (e.g. ERR_ENCODING_INVALID_ENCODED_DATA) carries it as `code`. */
   napi_value plain_code = err->code ? nu_string(env, err->code) : NULL;
@@ -27,7 +51,7 @@ napi_value nu_error_value(jsenv_t *js, err_t *err) {
   else if (err->details) details = nu_from_json(env, err->details);
   napi_value options = nu_undefined(env);
   if (err->cause) {
-    napi_value cause_msg = nu_string(env, err->cause), cause;
+    napi_value cause_msg = message_value(env, err->cause), cause;
     napi_create_error(env, NULL, cause_msg, &cause);
     napi_create_object(env, &options);
     napi_set_named_property(env, options, "cause", cause);

@@ -1,6 +1,7 @@
 /*
- * codec_test.c - standalone driver for frames.c, tar.c and userspec.c, without Node:
- * built with -fsanitize=address,undefined and run under valgrind (test/c/Makefile,
+ * codec_test.c - standalone driver for frames.c, tar.c, userspec.c, the reserved labels of
+ * sandboxes.c and buf.c's escaped messages, without Node: built with
+ * -fsanitize=address,undefined and run under valgrind (test/c/Makefile,
  * target `codec`). Each check prints nothing unless it fails; the last line counts.
  */
 #include <stdio.h>
@@ -10,6 +11,8 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "codec/frames.h"
+#include "codec/lifetime.h"
+#include "codec/sandboxes.h"
 #include "codec/tar.h"
 #include "codec/userspec.h"
 
@@ -279,10 +282,70 @@ static void test_userspec(void) {
   err_clear(&err);
 }
 
+/* Issue 23, item 9: control characters escaped, everything else as is. */
+static void test_escaped(void) {
+  static const struct {
+    const char *in, *out;
+  } cases[] = {
+      {"plain text, 'quoted' \\ caf\xc3\xa9", "plain text, 'quoted' \\ caf\xc3\xa9"},
+      {"a\nb\rc\td", "a\\nb\\rc\\td"},
+      {"\x1b[2J\x07\x7f", "\\u001b[2J\\u0007\\u007f"},
+      {"csi \xc2\x9b m, nel \xc2\x85, nbsp \xc2\xa0", "csi \\u009b m, nel \\u0085, nbsp \xc2\xa0"},
+      {"cut \xc2", "cut \xc2"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    buf_t b;
+    buf_init(&b, 0);
+    CHECK(buf_append_escaped(&b, cases[i].in, strlen(cases[i].in)) == 0 && buf_terminate(&b) == 0);
+    CHECK(strcmp((char *)b.data, cases[i].out) == 0);
+    CHECK(text_has_controls(cases[i].in, strlen(cases[i].in)) == (strcmp(cases[i].in, cases[i].out) != 0));
+    buf_free(&b);
+  }
+}
+
+/* Issue 23, item 5: which labels an image brings are written over, which fork labels count. */
+static void test_reserved_labels(void) {
+  json_t *image = json_pack("{s:s, s:s, s:s, s:s}", "anvia.sandbox.fork.image", "sha256:victim", "anvia.sandbox.id",
+                            "forged", "anvia.sandbox.lifetime.idle-timeout-ms", "5000", "org.example", "kept");
+  json_t *labels = json_pack("{s:s, s:s}", "anvia.sandbox.id", "mine", "team", "t");
+  CHECK(labels_mask_reserved(labels, image) == 0);
+  CHECK(json_object_size(labels) == 4);
+  CHECK(strcmp(json_string_value(json_object_get(labels, "anvia.sandbox.id")), "mine") == 0);
+  CHECK(strcmp(json_string_value(json_object_get(labels, "anvia.sandbox.fork.image")), "") == 0);
+  CHECK(strcmp(json_string_value(json_object_get(labels, "anvia.sandbox.lifetime.idle-timeout-ms")), "") == 0);
+  CHECK(json_object_get(labels, "org.example") == NULL);
+  CHECK(label_value(labels, "anvia.sandbox.fork.image") == NULL);
+  lifetime_t l;
+  err_t err;
+  err_init(&err);
+  CHECK(lifetime_from_labels(labels, &l, &err) == 0 && !lifetime_any(&l));
+  /* No image labels: nothing changes. */
+  json_t *before = json_deep_copy(labels);
+  CHECK(labels_mask_reserved(labels, NULL) == 0 && json_equal(before, labels));
+  json_decref(before);
+  /* Fork labels count only on the container made from the image they name. */
+  json_t *fork = json_pack("{s:s}", "anvia.sandbox.fork.image", "sha256:abc");
+  CHECK(fork_labels_proven(fork, "sha256:abc"));
+  CHECK(fork_labels_proven(fork, "abc"));
+  CHECK(!fork_labels_proven(fork, "sha256:other"));
+  CHECK(!fork_labels_proven(fork, NULL) && !fork_labels_proven(fork, ""));
+  CHECK(!fork_labels_proven(labels, "sha256:victim"));
+  json_decref(fork);
+  const char *ours = "{\"Config\":{\"Labels\":{\"anvia.sandbox.id\":\"kid\"}}}";
+  CHECK(image_is_sandboxes((const uint8_t *)ours, strlen(ours), "kid"));
+  CHECK(!image_is_sandboxes((const uint8_t *)ours, strlen(ours), "other"));
+  CHECK(!image_is_sandboxes((const uint8_t *)"{\"Config\":{\"Labels\":null}}", 27, "kid"));
+  CHECK(!image_is_sandboxes((const uint8_t *)"not json", 8, "kid"));
+  json_decref(labels);
+  json_decref(image);
+}
+
 int main(void) {
   test_frames();
   test_tar();
   test_userspec();
+  test_escaped();
+  test_reserved_labels();
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

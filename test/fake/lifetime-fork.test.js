@@ -121,7 +121,7 @@ test("fork: a failed copy names cp's complaint, unpauses the parent (signalled o
   assert.deepEqual(killsWhilePaused, ["POST /containers/anvia-sandbox-par/kill"], order.join("\n"));
   assert.equal(order[unpause - 1], "POST /containers/anvia-sandbox-par/kill");
   // The helper was made from the base image, as root, cp -a, only its capabilities.
-  const helperReq = fake.seen("POST", "/containers/create").find((r) => r.json().Entrypoint?.[0] === "cp");
+  const helperReq = fake.seen("POST", "/containers/create").find((r) => r.json().Entrypoint?.[0] === "/bin/cp");
   const helperName = helperReq.query.name;
   assert.match(helperName, /^anvia-fork-copy-[0-9a-f-]{36}$/); // never a sandbox's container name
   const helper = helperReq.json();

@@ -81,6 +81,22 @@ test("ssh:// as the docker CLI reads it: user, port, the remote socket path; no 
   assert.deepEqual([ep.kind, ep.user, ep.host, ep.source], ["ssh", "deploy", "build.example", "context remote-ssh"]);
 });
 
+test("an ssh:// user name holds only what ssh and POSIX user names allow", () => {
+  // Issue 23, item 9: only a leading '-' was refused.
+  for (const user of ["deploy", "a.b_c-d", "User9", "_svc", "host$", "a%2Db"]) {
+    assert.equal(resolve(`ssh://${user}@box`).user, decodeURIComponent(user), user);
+  }
+  for (const user of ["a%20b", "a%22b", "a%27b", "a;b", "%24", "a$b", "$", "a%25b", "a%40b", "%E2%82%ACuro", "a*b", "a%2Fb", "-x", "%2Dx"]) {
+    assert.throws(
+      () => resolve(`ssh://${user}@box`),
+      (e) =>
+        e instanceof TypeError &&
+        e.message === `Docker host ssh URL has an invalid user name (letters, digits, '.', '_' and '-', not first, and '$' only last): ssh://${user}@box`,
+      user,
+    );
+  }
+});
+
 test("a malformed DOCKER_HOST is docker_unavailable", () => {
   assert.throws(() => resolve(undefined, { DOCKER_HOST: "ftp://user@box" }), (e) => e.code === "docker_unavailable");
   assert.throws(() => resolve(undefined, { DOCKER_HOST: "ssh://user:pw@box" }), (e) => e.code === "docker_unavailable");
