@@ -92,7 +92,7 @@ test("one byte over maxFileBytes is refused before any transfer", async () => {
     rejectsWith("file_too_large", `Sandbox file exceeds maxFileBytes (4097 > 4096): over-text.txt`),
   );
   // Nothing arrived: not the file, not its directories.
-  assert.equal(await sh("ls -A /workspace | grep -c '^over' || true"), "0\n");
+  assert.equal(await sh("busybox ls -A /workspace | grep -c '^over' || true"), "0\n");
   // The size check comes after the path check, as in the original.
   await assert.rejects(rt.writeFile({ path: "../big.bin", data: new Uint8Array(MAX + 1) }), rejectsWith("invalid_path"));
   // Exactly the limit in text is fine.
@@ -201,7 +201,7 @@ test("argument checks and errors of the file calls", async () => {
       return true;
     });
   }
-  assert.equal(await sh("ls /workspace/x 2>/dev/null | wc -l"), "0\n");
+  assert.equal(await sh("busybox ls /workspace/x 2>/dev/null | wc -l"), "0\n");
   // A Buffer is a Uint8Array.
   await rt.writeFile({ path: "buffer.bin", data: Buffer.from("buf") });
   assert.equal(await rt.readTextFile({ path: "buffer.bin" }), "buf");

@@ -130,7 +130,7 @@ test("a start aborted right after the call never runs the command", async (t) =>
     }
     if (started === undefined) {
       await new Promise((r) => setTimeout(r, 400));
-      const ls = await dockerExec(`anvia-sandbox-${sandbox.id}`, ["ls", "/workspace"]);
+      const ls = await dockerExec(`anvia-sandbox-${sandbox.id}`, ["busybox", "ls", "/workspace"]);
       assert.doesNotMatch(ls.stdout, new RegExp(`ran-${delay}`), `the aborted command ran (delay ${delay})`);
       // Not listed (an earlier start that completed before its abort is, and stays).
       const listed = (await sandbox.runtime.listProcesses()).filter((p) => p.args[0] === `ran-${delay}.txt`);
@@ -150,7 +150,7 @@ test("a start aborted right after the call never runs the command", async (t) =>
     message: "Starting sandbox process timed out.",
   });
   await new Promise((r) => setTimeout(r, 400));
-  assert.doesNotMatch((await dockerExec(`anvia-sandbox-${hurried.id}`, ["ls", "/workspace"])).stdout, /late/);
+  assert.doesNotMatch((await dockerExec(`anvia-sandbox-${hurried.id}`, ["busybox", "ls", "/workspace"])).stdout, /late/);
   assert.deepEqual(await hurried.runtime.listProcesses(), []);
 });
 

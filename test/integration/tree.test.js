@@ -158,7 +158,7 @@ function assertSameTree(actual, expected, label) {
 }
 
 async function workspaceListing(container) {
-  return (await sh(container, "ls -A /workspace")).split("\n").filter(Boolean);
+  return (await sh(container, "busybox ls -A /workspace")).split("\n").filter(Boolean);
 }
 
 /** Waits until nothing named .anvia-import.* is left in the workspace. */
@@ -419,8 +419,8 @@ describe("failures leave nothing half-published", () => {
       await assert.rejects(rt.importTree(entries, { path: "planted/deeper" }), rejectsWith("invalid_path", /symbolic link: planted/));
       // Inside an existing destination, where the import puts a directory.
       await assert.rejects(rt.importTree(entries, { path: "dest" }), rejectsWith("invalid_path", /symbolic link: dest\/inner\/sub/));
-      assert.equal(await sh(c, "ls -A /tmp/outside | wc -l"), "0\n", "nothing was written through a link");
-      assert.equal(await sh(c, "ls -A /workspace/dest"), "inner\nkeep.txt\n", "nothing of the import was published");
+      assert.equal(await sh(c, "busybox ls -A /tmp/outside | wc -l"), "0\n", "nothing was written through a link");
+      assert.equal(await sh(c, "busybox ls -A /workspace/dest"), "inner\nkeep.txt\n", "nothing of the import was published");
       await noStaging(c);
       // Export refuses a selection through a link too.
       await assert.rejects(rt.exportTree({ kind: "subtree", path: "planted" }, async () => {}), rejectsWith("invalid_path", /symbolic link/));

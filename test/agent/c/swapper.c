@@ -2,13 +2,16 @@
  * swapper.c - a test helper for test/agent/files.test.js: swaps <dir>/d and <dir>/d.link
  * with renameat2(RENAME_EXCHANGE) in a tight loop for <ms> milliseconds, so at every
  * instant <dir>/d is either the real directory or a symlink out of the workdir. Prints
- * the number of swaps (and of failed ones). Built by scripts/build-agent.sh.
+ * the number of swaps (and of failed ones). Built by scripts/build-agent.sh. Where the
+ * kernel has no RENAME_EXCHANGE (gVisor answers EINVAL), each swap is three renames through
+ * a third name instead, so <dir>/d is also missing for an instant now and then.
  *   swapper <dir> <ms>
  * With <ms> 0 it swaps until its stdin reaches end of file instead, and prints "running"
  * on a line of its own once it has swapped 1000 times, so that a test bounds the race by
  * events rather than by a duration a slow machine may not fill.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -21,6 +24,19 @@
 #define SYS_renameat2 316
 #endif
 #define EXCHANGE 2u
+
+/* One swap of d and d.link: 0, or -1. */
+static int swap(int dir, int *exchange) {
+  if (*exchange) {
+    if (syscall(SYS_renameat2, dir, "d", dir, "d.link", EXCHANGE) == 0) return 0;
+    if (errno != EINVAL && errno != ENOSYS) return -1;
+    *exchange = 0;
+  }
+  if (renameat(dir, "d", dir, "d.swap") != 0) return -1;
+  int rc = renameat(dir, "d.link", dir, "d");
+  if (renameat(dir, "d.swap", dir, rc == 0 ? "d.link" : "d") != 0) return -1;
+  return rc;
+}
 
 static long long now_ms(void) {
   struct timespec ts;
@@ -35,7 +51,7 @@ int main(int argc, char **argv) {
   long long ms = atoll(argv[2]);
   long long end = now_ms() + ms;
   long swaps = 0, failures = 0;
-  int said = 0;
+  int said = 0, exchange = 1;
   for (;;) {
     if (ms > 0) {
       if (now_ms() >= end) break;
@@ -50,7 +66,7 @@ int main(int argc, char **argv) {
       }
     }
     for (int i = 0; i < 64; i++) {
-      if (syscall(SYS_renameat2, dir, "d", dir, "d.link", EXCHANGE) == 0) swaps++;
+      if (swap(dir, &exchange) == 0) swaps++;
       else failures++;
     }
   }
