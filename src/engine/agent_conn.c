@@ -93,6 +93,7 @@ struct agent_conn {
 static void connect_step(agent_conn_t *c);
 static void conn_fail(agent_conn_t *c, err_t *err, int unusable);
 static void arm_timer(agent_conn_t *c, uint64_t ms);
+static void fail_with(agent_conn_t *c, int unusable, const char *fmt, const char *arg);
 
 static uint64_t now_ms(void) { return uv_hrtime() / 1000000u; }
 
@@ -300,6 +301,17 @@ void agent_req_grant(agent_req_t *r, uint8_t stream, uint32_t bytes) {
   r->granted[stream] += bytes;
   window_arg_t a = {r->id, stream, bytes};
   if (c->state == ST_READY) send_small(c, put_window, &a);
+}
+
+void agent_req_violation(agent_req_t *r, const char *what) {
+  if (r == NULL) return;
+  agent_conn_t *c = r->conn;
+  r->cancelled = 1; /* its owner reports its own error */
+  if (c->state == ST_READY) {
+    char msg[200];
+    snprintf(msg, sizeof(msg), "The sandbox agent sent %s.", what);
+    fail_with(c, 0, "%s", msg);
+  }
 }
 
 void agent_req_cancel(agent_req_t *r) {

@@ -136,6 +136,12 @@ size_t agent_req_unsent(const agent_req_t *r);
 void agent_req_on_sent(agent_req_t *r, agent_sent_fn fn);
 /* Grants the agent credit for `bytes` more of an agent -> host stream. */
 void agent_req_grant(agent_req_t *r, uint8_t stream, uint32_t bytes);
+/* The agent broke the protocol in what it sent for `r` (as the caller judged it: more
+ * listing records than asked for, a result that does not match): the connection fails as
+ * for a malformed frame (every other request in flight gets the connection's error, the
+ * next call starts a new agent); `r` gets no event after this (its owner reports its own
+ * error). May be called from r's event callback. */
+void agent_req_violation(agent_req_t *r, const char *what);
 /* The caller is gone: no event after this. The agent is told (CANCEL); input not sent yet
  * is dropped. NULL is fine. */
 void agent_req_cancel(agent_req_t *r);
