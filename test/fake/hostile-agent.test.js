@@ -5,18 +5,30 @@
 //    host refuses the 100001st entry, or a listing past 32 MiB of paths, fails the call
 //    and ends the connection (the next call starts a new agent);
 //  - a listing RESULT whose count is not what was sent, a reply for another request id;
+//  - importTree toward an agent that never reads: with a HELLO offering 2 GiB of credit,
+//    the host still queues at most a few MiB (its write queue is bounded, the offer is
+//    clamped) and stops taking the source; an agent that grants more credit than it was
+//    sent bytes (gigabytes at once) is a protocol violation, for importTree and writeFile.
+//  - importTree toward an agent that never reads: with a HELLO offering 2 GiB of credit,
+//    the host still queues at most a few MiB (its write queue is bounded, the offer is
+//    clamped) and stops taking the source; 24 imports at once hold their own buffers and
+//    one write queue, not their credit too; requests piling up past 8 MiB toward it end
+//    the connection; an agent that grants more credit than it was sent bytes (gigabytes
+//    at once) is a protocol violation, for importTree and writeFile.
 //  - a reply that never comes: the caller's abort ends the call.
 // Memory: process.memoryUsage().rss sampled before and during each attack (each sample
 // taken as the attack goes, by bytes sent or taken: never by time); the bound asserted
 // is generous (64 MiB) while each attack offers 1 GiB.
 import test from "node:test";
 import assert from "node:assert/strict";
+import { setImmediate as turn } from "node:timers/promises";
 import { HANG_MS, startFakeEngine, DockerSandboxClient, expectCode, mib } from "../helpers/fake-engine.js";
 import { serveHostileAgent, fakeAgentDir, agentEnc, memory, MAX_DATA } from "../helpers/hostile-agent.js";
 
 const T = { timeout: HANG_MS };
 const GiB = 1024 * 1024 * 1024;
 const BOUND = 64 * 1024 * 1024; // growth allowed during an attack
+const MAX_WINDOW = 0x7fffffff;
 
 fakeAgentDir({ after: test.after });
 
@@ -208,4 +220,159 @@ test("a reply that never comes: the caller's abort ends the call and the agent k
   await assert.rejects(pending, { name: "AbortError" });
   assert.deepEqual(await runtime.listFiles({ path: "." }), []);
   assert.equal(served.agents.length, 1);
+});
+
+// An import source of `total` bytes in files of 8 MiB (under maxFileBytes), taken a MiB
+// at a time; st.taken says how much the host pulled, and each pull samples memory.
+function bigSource(total, track, st, chunkBytes = 1 << 20) {
+  const chunk = Buffer.alloc(chunkBytes, 0x61);
+  const FILE = 8 << 20;
+  const entries = [];
+  for (let i = 0; i * FILE < total; i++) {
+    entries.push({
+      kind: "file",
+      path: `big/${i}.bin`,
+      byteLength: FILE,
+      async *open() {
+        for (let off = 0; off < FILE; off += chunk.length) {
+          st.taken += chunk.length;
+          st.pulls++;
+          if (track.sample()) throw new Error(`host memory over the bound after taking ${mib(st.taken)} MiB`);
+          yield chunk;
+        }
+      },
+    });
+  }
+  return entries;
+}
+
+test("importTree toward an agent that offers 2 GiB of credit and never reads: a few MiB taken, memory bounded", T, async (t) => {
+  const { runtime, served } = await hostileSandbox(
+    t,
+    {
+      list: (agent, req) => agent.send(agentEnc.listResult(req.id, 0)),
+      exec: async (agent, req) => {
+        await agent.send(agentEnc.started(req.id));
+        agent.stopReading();
+      },
+    },
+    { hello: { inWindow: MAX_WINDOW } },
+  );
+  await runtime.listFiles({ path: "." }); // connected
+  const agent = served.agents[0];
+  const track = tracker();
+  const st = { taken: 0, pulls: 0 };
+  const ac = new AbortController();
+  const importing = runtime.importTree(bigSource(GiB, track, st), { path: "dst", abortSignal: ac.signal });
+  importing.catch(() => {});
+  await new Promise((resolve) => (agent.requests.some((r) => r.type === "EXEC") ? resolve() : agent.once("request", resolve)));
+  // Until the host stops taking the source (many turns of the loop without a pull) or
+  // takes far more than its bound.
+  let last = -1;
+  let idle = 0;
+  while (idle < 3000 && st.taken < 4 * BOUND) {
+    await turn();
+    track.sample();
+    if (st.pulls !== last) {
+      last = st.pulls;
+      idle = 0;
+    } else idle++;
+  }
+  track.report(`import, agent not reading (${mib(st.taken)} MiB taken of 1024)`);
+  assert.ok(st.taken < 32 * 1024 * 1024, `the host took ${mib(st.taken)} MiB of the source toward an agent that reads nothing`);
+  assert.ok(track.maxRss < BOUND, `rss grew by ${mib(track.maxRss)} MiB`);
+  ac.abort();
+  await assert.rejects(importing, { name: "AbortError" });
+});
+
+test("many imports toward an agent that never reads: the bytes queued toward it are bounded for the connection, not per request's credit", T, async (t) => {
+  const N = 24;
+  const { runtime } = await hostileSandbox(
+    t,
+    {
+      list: (agent, req) => agent.send(agentEnc.listResult(req.id, 0)),
+      exec: async (agent, req) => {
+        await agent.send(agentEnc.started(req.id, 100 + req.id, 100 + req.id));
+        agent.stopReading();
+      },
+    },
+    { hello: { inWindow: 1 << 20 } }, // the most credit the host accepts per request
+  );
+  await runtime.listFiles({ path: "." });
+  const track = tracker();
+  const st = { taken: 0, pulls: 0 };
+  const ac = new AbortController();
+  const imports = [];
+  for (let i = 0; i < N; i++) {
+    const p = runtime.importTree(bigSource(GiB / N, track, st, 64 * 1024), { path: `dst${i}`, abortSignal: ac.signal });
+    p.catch(() => {});
+    imports.push(p);
+  }
+  let last = -1;
+  let idle = 0;
+  while (idle < 3000 && st.taken < 4 * BOUND) {
+    await turn();
+    track.sample();
+    if (st.pulls !== last) {
+      last = st.pulls;
+      idle = 0;
+    } else idle++;
+  }
+  // The agent reads nothing after the first EXEC: the host has started every import's
+  // EXEC (its request frames wait in the write queue) and each one has 1 MiB of credit.
+  track.report(`${N} imports, agent not reading (${mib(st.taken).toFixed(1)} MiB taken)`);
+  // Each import's own buffer (1 MiB) and a frame; toward the agent, AGENT_TX_HIGH (256 KiB)
+  // and the kernel's buffers for the whole connection, not N x the credit.
+  assert.ok(st.taken < N * 1.5 * (1 << 20), `the host took ${mib(st.taken)} MiB for ${N} imports`);
+  assert.ok(track.maxRss < BOUND, `rss grew by ${mib(track.maxRss)} MiB`);
+  ac.abort();
+  for (const p of imports) await assert.rejects(p, { name: "AbortError" });
+});
+
+test("an agent that reads nothing while requests pile up: past 8 MiB queued toward it the connection fails", T, async (t) => {
+  const { runtime, served } = await hostileSandbox(t, {
+    list: (agent, req) => agent.send(agentEnc.listResult(req.id, 0)),
+    exec: (agent) => agent.stopReading(),
+  });
+  await runtime.listFiles({ path: "." });
+  const track = tracker();
+  // Requests of about 900 KiB each (7 arguments of 130000 bytes): 16 of them, 14 MiB.
+  const args = Array.from({ length: 7 }, (_, i) => String(i).repeat(130000));
+  const results = await Promise.allSettled(Array.from({ length: 16 }, () => runtime.exec({ command: "true", args })));
+  track.sample();
+  track.report("16 requests of 900 KiB toward an agent that reads nothing");
+  for (const r of results) {
+    assert.equal(r.status, "rejected");
+    assert.equal(r.reason.code, "docker_command_failed", r.reason.message);
+  }
+  assert.ok(results.some((r) => /stopped reading its input \(more than 8 MiB/.test(r.reason.message)));
+  assert.ok(track.maxRss < BOUND, `rss grew by ${mib(track.maxRss)} MiB`);
+  // The next call has a new agent.
+  await runtime.listFiles({ path: "." });
+  assert.equal(served.agents.length, 2);
+});
+
+test("an agent granting more credit than it was sent bytes is a protocol violation: importTree and writeFile fail at once", T, async (t) => {
+  const { runtime, served } = await hostileSandbox(t, {
+    list: (agent, req) => agent.send(agentEnc.listResult(req.id, 0)),
+    exec: async (agent, req) => {
+      await agent.send(agentEnc.started(req.id));
+      agent.stopReading();
+      await agent.send(agentEnc.window(req.id, MAX_WINDOW - 262144));
+    },
+    write: async (agent, req) => {
+      agent.stopReading();
+      await agent.send(agentEnc.window(req.id, 1 << 30));
+    },
+  });
+  await runtime.listFiles({ path: "." });
+  const track = tracker();
+  const st = { taken: 0, pulls: 0 };
+  await expectCode(runtime.importTree(bigSource(GiB, track, st), { path: "dst" }), "docker_command_failed", /sandbox agent sent a WINDOW for more bytes than it was sent/);
+  track.sample();
+  track.report(`import, 2 GiB granted (${mib(st.taken)} MiB taken of 1024)`);
+  assert.ok(st.taken < 32 * 1024 * 1024, `taken ${mib(st.taken)} MiB`);
+  assert.ok(track.maxRss < BOUND, `rss grew by ${mib(track.maxRss)} MiB`);
+  await expectCode(runtime.writeFile({ path: "f.bin", data: new Uint8Array(4 << 20) }), "docker_command_failed", /sandbox agent sent a WINDOW for more bytes than it was sent/);
+  assert.equal(served.agents.length, 2);
 });
