@@ -33,7 +33,7 @@
  * them (each entry's path plus its record, as counted by add_entry). More is a lie of the
  * agent: the call fails and so does the connection. */
 #define LIST_MAX_ENTRIES 100000u
-#define LIST_MAX_BYTES (32u * 1024u * 1024u)
+#define LIST_MAX_BYTES (16u * 1024u * 1024u)
 
 /* ================= read ================= */
 
@@ -317,12 +317,18 @@ static int add_entry(agent_list_op_t *op, const aw_entry_t *e) {
   size_t cost = p.len + 1 + sizeof(list_entry_t);
   if (op->kept + cost > LIST_MAX_BYTES) {
     buf_free(&p);
-    op->breach = "a listing larger than the 32 MiB a listing may hold";
+    op->breach = "a listing larger than the 16 MiB a listing may hold";
     return -1;
   }
   op->kept += cost;
+  /* Kept at its size (a buffer's capacity is at least 256 bytes, and what is counted is
+   * what is kept). */
+  size_t len = 0;
+  char *path = (char *)buf_steal(&p, &len);
+  char *tight = path ? realloc(path, len + 1) : NULL;
+  if (tight != NULL) path = tight;
   list_entry_t *it = &op->entries.items[op->entries.count++];
-  it->path = (char *)buf_steal(&p, NULL);
+  it->path = path;
   it->type = entry_type(e->type);
   it->has_size = it->type == FILE_TYPE_FILE;
   it->size = e->size;
