@@ -15,6 +15,8 @@
 //    one write queue, not their credit too; requests piling up past 8 MiB toward it end
 //    the connection; an agent that grants more credit than it was sent bytes (gigabytes
 //    at once) is a protocol violation, for importTree and writeFile.
+//  - and an agent that reads and returns credit as it goes gets a 64 MiB import whole
+//    (the bounded queue resumes as its writes complete);
 //  - a reply that never comes: the caller's abort ends the call.
 // Memory: process.memoryUsage().rss sampled before and during each attack (each sample
 // taken as the attack goes, by bytes sent or taken: never by time); the bound asserted
@@ -361,6 +363,28 @@ test("an agent that reads nothing while requests pile up: past 8 MiB queued towa
   // The next call has a new agent.
   await runtime.listFiles({ path: "." });
   assert.equal(served.agents.length, 2);
+});
+
+test("importTree toward an agent that reads and returns credit as it goes: 64 MiB arrive whole through the bounded queue", T, async (t) => {
+  const { runtime } = await hostileSandbox(t, {
+    list: (agent, req) => agent.send(agentEnc.listResult(req.id, 0)),
+    exec: async (agent, req) => {
+      await agent.send(agentEnc.started(req.id));
+      let got = 0;
+      agent.on("data", (id, payload, end) => {
+        if (id !== req.id) return;
+        got += payload.length;
+        if (payload.length > 0) agent.send(agentEnc.window(req.id, payload.length));
+        if (end) agent.send(agentEnc.execResult(req.id, { code: 0 })).then(() => (agent.imported = got));
+      });
+    },
+  });
+  await runtime.listFiles({ path: "." });
+  const track = tracker();
+  const st = { taken: 0, pulls: 0 };
+  await runtime.importTree(bigSource(64 << 20, track, st, 256 * 1024), { path: "dst" });
+  track.report(`import of 64 MiB through an honest double (${mib(st.taken)} MiB taken)`);
+  assert.equal(st.taken, 64 << 20);
 });
 
 test("an agent granting more credit than it was sent bytes is a protocol violation: importTree and writeFile fail at once", T, async (t) => {

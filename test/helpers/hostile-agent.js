@@ -17,6 +17,7 @@
 //                                 paused: the kernel's buffers fill, then the host's)
 //   agent.closed                  true once the host (or the engine) ended the stream
 //   agent.received                host -> agent DATA bytes received, by request id
+//   "data" events                 (id, payload, end) for each host DATA frame
 // and the encoders below (agentEnc) make its frames. PINGs are answered unless
 // `answerPings: false`; HOST_HELLO is accepted; requests without a handler never get a
 // reply (the "reply that never comes").
@@ -200,16 +201,17 @@ class HostileAgent extends EventEmitter {
       const len = this.buf.readUInt32BE(0);
       if (this.buf.length < HEADER + len) break;
       const type = this.buf[4];
+      const flags = this.buf[5];
       const stream = this.buf[6];
       const id = this.buf.readUInt32BE(8);
       const payload = this.buf.subarray(HEADER, HEADER + len);
       this.buf = this.buf.subarray(HEADER + len);
       this.frames++;
-      this.onFrame(type, stream, id, payload);
+      this.onFrame(type, stream, id, payload, flags);
     }
   }
 
-  onFrame(type, stream, id, payload) {
+  onFrame(type, stream, id, payload, flags = 0) {
     if (type === T.HOST_HELLO) return;
     if (type === T.PING) {
       if (this.options.answerPings !== false) this.send(agentEnc.pong(id, payload));
@@ -228,7 +230,7 @@ class HostileAgent extends EventEmitter {
     }
     if (type === T.DATA) {
       this.received.set(id, (this.received.get(id) ?? 0) + payload.length);
-      this.emit("data", id, payload);
+      this.emit("data", id, payload, (flags & F_END) !== 0);
       return;
     }
     if (type === T.CANCEL) {
@@ -271,6 +273,9 @@ export function serveHostileAgent(fake, handlers = {}, options = {}) {
     const cmd = ctx.exec?.body?.Cmd ?? [];
     if (!String(cmd[0] ?? "").startsWith("/.anvia/agent-")) return ctx.next();
     const stdin = ctx.conn.hijack();
+    // The agent consumes what it reads: the fake's copy of every stdin byte (for readAll)
+    // would be memory of this process that the host did not hold.
+    stdin.received = { push() {} };
     const agent = new HostileAgent(handlers, ctx.conn, res, options);
     agent.exec = ctx.exec;
     ctx.exec.Running = true;
