@@ -15,8 +15,9 @@
 //    one write queue, not their credit too; requests piling up past 8 MiB toward it end
 //    the connection; an agent that grants more credit than it was sent bytes (gigabytes
 //    at once) is a protocol violation, for importTree and writeFile.
-//  - and an agent that reads and returns credit as it goes gets a 64 MiB import whole
-//    (the bounded queue resumes as its writes complete);
+//  - and an agent that reads and returns credit as it goes gets a 64 MiB import whole, one
+//    that reads but grants nothing a writeFile of its whole HELLO credit (the bounded
+//    queue resumes as its writes complete);
 //  - a reply that never comes: the caller's abort ends the call.
 // Memory: process.memoryUsage().rss sampled before and during each attack (each sample
 // taken as the attack goes, by bytes sent or taken: never by time); the bound asserted
@@ -385,6 +386,27 @@ test("importTree toward an agent that reads and returns credit as it goes: 64 Mi
   await runtime.importTree(bigSource(64 << 20, track, st, 256 * 1024), { path: "dst" });
   track.report(`import of 64 MiB through an honest double (${mib(st.taken)} MiB taken)`);
   assert.equal(st.taken, 64 << 20);
+});
+
+test("writeFile of the HELLO's whole credit to an agent that reads but grants nothing: the queue resumes as its writes complete", T, async (t) => {
+  const { runtime, served } = await hostileSandbox(
+    t,
+    {
+      list: (agent, req) => agent.send(agentEnc.listResult(req.id, 0)),
+      write: (agent, req) => {
+        let got = 0;
+        agent.on("data", (id, payload, end) => {
+          if (id !== req.id) return;
+          got += payload.length;
+          if (end) agent.send(agentEnc.writeResult(req.id, got));
+        });
+      },
+    },
+    { hello: { inWindow: 1 << 20 } },
+  );
+  await runtime.listFiles({ path: "." });
+  await runtime.writeFile({ path: "f.bin", data: new Uint8Array(1 << 20) });
+  assert.equal([...served.agents[0].received.values()].reduce((a, b) => a + b, 0), 1 << 20);
 });
 
 test("an agent granting more credit than it was sent bytes is a protocol violation: importTree and writeFile fail at once", T, async (t) => {
