@@ -30,6 +30,7 @@
 #define RX_LIMIT (AW_HEADER_LEN + AW_MAX_PAYLOAD)
 #define STDERR_KEEP 2048
 #define SMALL_FRAME 4096
+#define TX_OVERFLOW_MSG "The sandbox agent stopped reading its input (more than 8 MiB wait to be written to it)."
 
 enum { ST_IDLE = 0, ST_VERSION, ST_PROBE, ST_PLACE, ST_CREATE, ST_HELLO, ST_READY, ST_DEAD, ST_UNUSABLE };
 
@@ -61,6 +62,8 @@ struct agent_req {
   int out_end;
   int end_sent;
   uint64_t credit_in;
+  uint64_t sent_in;     /* stream 1 bytes sent (handed to the connection) */
+  uint64_t returned_in; /* stream 1 credit the agent returned (WINDOW increments) */
   agent_sent_fn on_sent; /* told when the agent's credit let queued bytes go */
   /* agent -> host streams: credit granted and bytes received (AW_S_OUT, AW_S_ERR) */
   uint64_t granted[4];
@@ -92,6 +95,8 @@ struct agent_conn {
   uint32_t next_id;
   uint64_t last_rx_ms;
   int pings_unanswered;
+  int tx_waiting;  /* a request's data waits for the write queue to fall (AGENT_TX_LOW) */
+  int tx_overflow; /* the write queue passed AGENT_TX_LIMIT: failing from the timer */
   agent_req_t *reqs;
   size_t nreqs;
   agent_conn_t *io_prev, *io_next; /* the I/O context's list (closed with it) */
@@ -100,6 +105,7 @@ struct agent_conn {
 static void connect_step(agent_conn_t *c);
 static void conn_fail(agent_conn_t *c, err_t *err, int unusable);
 static void arm_timer(agent_conn_t *c, uint64_t ms);
+static void fail_with(agent_conn_t *c, int unusable, const char *fmt, const char *arg);
 
 static uint64_t now_ms(void) { return uv_hrtime() / 1000000u; }
 
@@ -139,8 +145,17 @@ static void req_finish(agent_req_t *r, const agent_event_t *ev) {
 
 /* ---- sending ---- */
 
+/* Everything toward the agent goes through here. Past AGENT_TX_LIMIT queued unwritten
+ * the agent is not reading its input: nothing more is queued, and the connection fails
+ * from the timer (never inside a caller's call). */
 static int send_bytes(agent_conn_t *c, const uint8_t *p, size_t len) {
-  if (c->hj == NULL || hijack_write(c->hj, p, len) != 0) return -1;
+  if (c->hj == NULL || c->tx_overflow) return -1;
+  if (hijack_queued(c->hj) + len > AGENT_TX_LIMIT) {
+    c->tx_overflow = 1;
+    arm_timer(c, 0);
+    return -1;
+  }
+  if (hijack_write(c->hj, p, len) != 0) return -1;
   return 0;
 }
 
@@ -170,7 +185,9 @@ static int send_msg(agent_conn_t *c, uint32_t id, const agent_msg_t *m, err_t *e
     if (rc == AW_OK) {
       rc = send_bytes(c, buf, w.len);
       free(buf);
-      return rc == 0 ? 0 : err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "The sandbox agent's connection is closed.");
+      if (rc == 0) return 0;
+      if (c->tx_overflow) return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "%s", TX_OVERFLOW_MSG);
+      return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "The sandbox agent's connection is closed.");
     }
     free(buf);
     if (rc != AW_ERR_OVERFLOW || k == 1)
@@ -211,7 +228,10 @@ static int put_host_hello(aw_writer_t *w, void *arg) {
   return aw_put_host_hello(w, &m);
 }
 
-/* Sends what the agent's credit allows of a request's host -> agent stream. */
+/* Sends what the agent's credit allows of a request's host -> agent stream, and only while
+ * the connection's write queue holds less than AGENT_TX_HIGH: however much credit the
+ * agent grants, an agent that does not read holds at most that (plus a frame) here; the
+ * rest stays in r->out, which its producer bounds (agent_req_unsent). */
 static void pump(agent_req_t *r) {
   agent_conn_t *c = r->conn;
   if (c->state != ST_READY || r->end_sent) return;
@@ -222,6 +242,10 @@ static void pump(agent_req_t *r) {
     if (n > r->credit_in) n = (size_t)r->credit_in;
     int end = r->out_end && n == left;
     if (n == 0 && !end) break;
+    if (hijack_queued(c->hj) >= AGENT_TX_HIGH) {
+      c->tx_waiting = 1; /* on_written goes on */
+      break;
+    }
     if (frame == NULL && (frame = malloc(AW_HEADER_LEN + AW_MAX_DATA)) == NULL) break;
     aw_writer_t w;
     aw_w_init(&w, frame, AW_HEADER_LEN + AW_MAX_DATA);
@@ -229,6 +253,7 @@ static void pump(agent_req_t *r) {
         send_bytes(c, frame, w.len) != 0)
       break;
     r->out_sent += n;
+    r->sent_in += n;
     r->credit_in -= n;
     if (end) r->end_sent = 1;
   }
@@ -242,6 +267,28 @@ static void pump(agent_req_t *r) {
   } else if (r->out_sent > 0 && r->out_sent >= r->out.len / 2) {
     buf_consume(&r->out, r->out_sent);
     r->out_sent = 0;
+  }
+}
+
+/* Pumps, and tells the producer when bytes (or the end) went. */
+static void pump_notify(agent_req_t *r) {
+  size_t before = agent_req_unsent(r);
+  int ended = r->end_sent;
+  pump(r);
+  size_t after = agent_req_unsent(r);
+  if (r->on_sent != NULL && !r->cancelled && (after < before || r->end_sent != ended)) r->on_sent(r, after, r->ud);
+}
+
+/* The write queue fell: the data that waited for it goes on. */
+static void on_written(void *ud) {
+  agent_conn_t *c = ud;
+  if (!c->tx_waiting || c->state != ST_READY || hijack_queued(c->hj) >= AGENT_TX_LOW) return;
+  c->tx_waiting = 0;
+  agent_req_t *r = c->reqs;
+  while (r != NULL && c->state == ST_READY && !c->tx_waiting) {
+    agent_req_t *next = r->next; /* producers only add requests at the head */
+    if (!r->end_sent && agent_req_unsent(r) + (size_t)r->out_end > 0) pump_notify(r);
+    r = next;
   }
 }
 
@@ -307,6 +354,17 @@ void agent_req_grant(agent_req_t *r, uint8_t stream, uint32_t bytes) {
   r->granted[stream] += bytes;
   window_arg_t a = {r->id, stream, bytes};
   if (c->state == ST_READY) send_small(c, put_window, &a);
+}
+
+void agent_req_violation(agent_req_t *r, const char *what) {
+  if (r == NULL) return;
+  agent_conn_t *c = r->conn;
+  r->cancelled = 1; /* its owner reports its own error */
+  if (c->state == ST_READY) {
+    char msg[200];
+    snprintf(msg, sizeof(msg), "The sandbox agent sent %s.", what);
+    fail_with(c, 0, "%s", msg);
+  }
 }
 
 void agent_req_cancel(agent_req_t *r) {
@@ -403,6 +461,8 @@ static void drop_connection(agent_conn_t *c) {
   c->exec_id = NULL;
   buf_reset(&c->rx);
   c->pid = 0;
+  c->tx_waiting = 0;
+  c->tx_overflow = 0;
 }
 
 /* The connection failed: `unusable` when the agent cannot run in this container at all. */
@@ -451,7 +511,8 @@ static int on_hello(agent_conn_t *c, const uint8_t *p, size_t len) {
   if (c->state != ST_HELLO || aw_dec_hello(p, len, &m) != AW_OK || m.magic != AW_MAGIC ||
       m.version_min > AW_VERSION || m.version_max < AW_VERSION || m.in_window == 0)
     return is_lie(c, "a HELLO this host does not understand");
-  c->in_window = m.in_window;
+  /* The initial credit toward the agent: what it offers, at most AGENT_MAX_IN_WINDOW. */
+  c->in_window = m.in_window < AGENT_MAX_IN_WINDOW ? m.in_window : AGENT_MAX_IN_WINDOW;
   c->pid = m.pid;
   c->state = ST_READY;
   c->failures = 0;
@@ -486,12 +547,12 @@ static int on_req_frame(agent_conn_t *c, const aw_header_t *h, const uint8_t *p)
     case AW_T_WINDOW: {
       uint32_t inc = 0;
       if (aw_dec_window(p, h->len, &inc) != AW_OK || r->credit_in + inc > AW_MAX_WINDOW) return is_lie(c, "a bad WINDOW");
+      /* The agent returns credit for bytes it consumed, never more than it was sent: a
+       * grant past that (credit beyond the HELLO's in_window) is a lie. */
+      if (r->returned_in + inc > r->sent_in) return is_lie(c, "a WINDOW for more bytes than it was sent");
+      r->returned_in += inc;
       r->credit_in += inc;
-      size_t before = agent_req_unsent(r);
-      int ended = r->end_sent;
-      pump(r);
-      size_t after = agent_req_unsent(r);
-      if (r->on_sent != NULL && !r->cancelled && (after < before || r->end_sent != ended)) r->on_sent(r, after, r->ud);
+      pump_notify(r);
       return 0;
     }
     case AW_T_STARTED:
@@ -614,7 +675,7 @@ static void on_stream_end(void *ud, err_t *err) {
   conn_fail(c, &e, before_hello);
 }
 
-static const hijack_callbacks_t stream_cbs = {.on_data = on_stream_data, .on_end = on_stream_end};
+static const hijack_callbacks_t stream_cbs = {.on_data = on_stream_data, .on_end = on_stream_end, .on_written = on_written};
 
 /* ---- heartbeat ---- */
 
@@ -667,6 +728,10 @@ static void probe_exec(agent_conn_t *c) {
 static void on_tick(void *ud) {
   agent_conn_t *c = ud;
   c->timer = NULL;
+  if (c->tx_overflow && (c->state == ST_READY || c->state == ST_HELLO)) {
+    fail_with(c, 0, "%s", TX_OVERFLOW_MSG);
+    return;
+  }
   if (c->state == ST_HELLO) {
     fail_with(c, 1, "The sandbox agent did not answer within %s ms.", "15000");
     return;

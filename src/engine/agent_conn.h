@@ -39,6 +39,16 @@
 #define AGENT_SILENCE_MS 20000u    /* the agent exits after this long without a frame */
 #define AGENT_HELLO_TIMEOUT_MS 15000u
 #define AGENT_MAX_RETRIES 3
+/* Bytes queued toward the agent and not yet written to its connection: request data
+ * (stdin, writeFile, importTree) is pumped only below AGENT_TX_HIGH and again once the
+ * queue falls under AGENT_TX_LOW, whatever credit the agent granted; anything past
+ * AGENT_TX_LIMIT (requests, WINDOW, PING, CANCEL toward an agent that does not read) fails
+ * the connection. The agent's initial credit per request is at most AGENT_MAX_IN_WINDOW,
+ * and the credit it returns is at most what it was sent. */
+#define AGENT_TX_HIGH (256u * 1024u)
+#define AGENT_TX_LOW (128u * 1024u)
+#define AGENT_TX_LIMIT (8u * 1024u * 1024u)
+#define AGENT_MAX_IN_WINDOW (1024u * 1024u)
 
 typedef struct agent_conn agent_conn_t;
 typedef struct agent_req agent_req_t;
@@ -136,6 +146,12 @@ size_t agent_req_unsent(const agent_req_t *r);
 void agent_req_on_sent(agent_req_t *r, agent_sent_fn fn);
 /* Grants the agent credit for `bytes` more of an agent -> host stream. */
 void agent_req_grant(agent_req_t *r, uint8_t stream, uint32_t bytes);
+/* The agent broke the protocol in what it sent for `r` (as the caller judged it: more
+ * listing records than asked for, a result that does not match): the connection fails as
+ * for a malformed frame (every other request in flight gets the connection's error, the
+ * next call starts a new agent); `r` gets no event after this (its owner reports its own
+ * error). May be called from r's event callback. */
+void agent_req_violation(agent_req_t *r, const char *what);
 /* The caller is gone: no event after this. The agent is told (CANCEL); input not sent yet
  * is dropped. NULL is fine. */
 void agent_req_cancel(agent_req_t *r);

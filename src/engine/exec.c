@@ -445,7 +445,7 @@ static void on_stream_end(void *ud, err_t *err) {
   inspect(t);
 }
 
-static const hijack_callbacks_t stream_cbs = {on_stream_data, on_stream_end};
+static const hijack_callbacks_t stream_cbs = {.on_data = on_stream_data, .on_end = on_stream_end};
 
 static void on_created(http_req_t *req, void *ud) {
   exec_task_t *t = ud;

@@ -45,6 +45,7 @@ struct hijack {
   pending_write_t *queue; /* not yet handed to libuv */
   pending_write_t **queue_tail;
   int writes_in_flight;
+  size_t queued; /* bytes of every pending_write_t allocated and not freed (hijack_queued) */
   int stdin_end_requested;
   int stdin_ended;
   int state;
@@ -162,12 +163,15 @@ static void pump_writes(hijack_t *h);
 static void on_stdin_written(uv_write_t *req, int status) {
   pending_write_t *w = (pending_write_t *)req;
   hijack_t *h = req->data;
+  h->queued -= w->len;
   free(w);
   h->writes_in_flight--;
   /* A command that exits without reading its input closes the stream under us:
    * EPIPE/ECONNRESET here is not an error of the exec; the read side reports the end. */
   (void)status;
-  if (!h->closing) pump_writes(h);
+  if (h->closing) return;
+  pump_writes(h);
+  if (!h->closing && h->cbs.on_written != NULL) h->cbs.on_written(h->ud);
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status) {
@@ -190,6 +194,7 @@ static int send_cipher(hijack_t *h) {
       free(w);
       return -1;
     }
+    h->queued += w->len;
     h->writes_in_flight++;
   }
   return 0;
@@ -204,6 +209,7 @@ static void pump_tls_writes(hijack_t *h) {
     err_t err;
     err_init(&err);
     int rc = tls_conn_write(h->tls, w->data, w->len, &err);
+    h->queued -= w->len;
     free(w);
     if (rc != 0 || send_cipher(h) != 0) {
       if (rc != 0) finish(h, &err);
@@ -238,6 +244,7 @@ static void pump_writes(hijack_t *h) {
     w->req.data = h;
     uv_buf_t b = uv_buf_init((char *)w->data, (unsigned int)w->len);
     if (uv_write(&w->req, (uv_stream_t *)&h->handle, &b, 1, on_stdin_written) != 0) {
+      h->queued -= w->len;
       free(w);
       continue;
     }
@@ -264,6 +271,7 @@ int hijack_write(hijack_t *h, const uint8_t *data, size_t len) {
     if (n) memcpy(w->data, data + off, n);
     *h->queue_tail = w;
     h->queue_tail = &w->next;
+    h->queued += n;
     off += n;
     if (len == 0) break;
   }
@@ -401,6 +409,8 @@ static void start_reading(hijack_t *h) {
   if (h->reading || h->paused || h->closing || h->state == H_DONE) return;
   if (uv_read_start((uv_stream_t *)&h->handle, on_alloc, on_read) == 0) h->reading = 1;
 }
+
+size_t hijack_queued(const hijack_t *h) { return h == NULL ? 0 : h->queued; }
 
 int hijack_was_reset(const hijack_t *h) { return h != NULL && h->reset; }
 

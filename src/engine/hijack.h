@@ -31,6 +31,9 @@ typedef struct hijack_callbacks {
   void (*on_data)(void *ud, int stream, const uint8_t *data, size_t len);
   /* The stream ended: err NULL at a clean end of stream, else why it failed. */
   void (*on_end)(void *ud, err_t *err);
+  /* Optional: queued stdin bytes were written to the socket (hijack_queued() fell); called
+   * from the loop, never from inside a call to this file. */
+  void (*on_written)(void *ud);
 } hijack_callbacks_t;
 
 /* Connects and starts the exec. Returns NULL with err set when it cannot even start. */
@@ -39,6 +42,10 @@ void hijack_pause(hijack_t *h);
 void hijack_resume(hijack_t *h);
 /* Queues stdin bytes (copied); they are written once the stream is open, in order. */
 int hijack_write(hijack_t *h, const uint8_t *data, size_t len);
+/* stdin bytes queued here and not yet written to the socket (taken by hijack_write, not
+ * yet completed by libuv): what a peer that does not read makes grow. Writers bound it
+ * (engine/agent_conn.c pauses its data at AGENT_TX_HIGH). */
+size_t hijack_queued(const hijack_t *h);
 /* Half-closes the connection after the queued stdin, so the command sees end of file. */
 void hijack_end_stdin(hijack_t *h);
 /* Whether the connection keeps Node's event loop alive (it does by default). A long-lived

@@ -28,7 +28,12 @@
 #include "runtime/listing.h"
 
 #define LIST_WINDOW (256u * 1024u)
+/* What one listing may hold on the host, whatever the agent sends: at most
+ * LIST_MAX_ENTRIES entries (the max_entries the agent is asked for) and LIST_MAX_BYTES of
+ * them (each entry's path plus its record, as counted by add_entry). More is a lie of the
+ * agent: the call fails and so does the connection. */
 #define LIST_MAX_ENTRIES 100000u
+#define LIST_MAX_BYTES (16u * 1024u * 1024u)
 
 /* ================= read ================= */
 
@@ -271,6 +276,8 @@ typedef struct agent_list_op {
   buf_t partial; /* a record cut between two DATA frames */
   list_entries_t entries;
   size_t cap;
+  size_t kept; /* bytes the entries hold, bounded by LIST_MAX_BYTES */
+  const char *breach; /* the bound the agent passed, NULL while within them */
 } agent_list_op_t;
 
 static file_type_t entry_type(uint8_t t) {
@@ -284,6 +291,12 @@ static file_type_t entry_type(uint8_t t) {
 
 /* One record: "<path>/<name>" with the name decoded as the engine path decodes names. */
 static int add_entry(agent_list_op_t *op, const aw_entry_t *e) {
+  /* The agent was asked for at most LIST_MAX_ENTRIES: one more is a lie, refused before
+   * anything is kept for it. */
+  if (op->entries.count >= LIST_MAX_ENTRIES) {
+    op->breach = "more listing entries than the 100000 asked for";
+    return -1;
+  }
   if (op->entries.count == op->cap) {
     size_t cap = op->cap ? op->cap * 2 : 32;
     list_entry_t *items = realloc(op->entries.items, cap * sizeof(*items));
@@ -299,8 +312,23 @@ static int add_entry(agent_list_op_t *op, const aw_entry_t *e) {
     buf_free(&p);
     return -1;
   }
+  /* What keeping it costs (its path, at most 4096 + 1 + 3 * 255 bytes, and its entry):
+   * past LIST_MAX_BYTES in all, the listing is refused. */
+  size_t cost = p.len + 1 + sizeof(list_entry_t);
+  if (op->kept + cost > LIST_MAX_BYTES) {
+    buf_free(&p);
+    op->breach = "a listing larger than the 16 MiB a listing may hold";
+    return -1;
+  }
+  op->kept += cost;
+  /* Kept at its size (a buffer's capacity is at least 256 bytes, and what is counted is
+   * what is kept). */
+  size_t len = 0;
+  char *path = (char *)buf_steal(&p, &len);
+  char *tight = path ? realloc(path, len + 1) : NULL;
+  if (tight != NULL) path = tight;
   list_entry_t *it = &op->entries.items[op->entries.count++];
-  it->path = (char *)buf_steal(&p, NULL);
+  it->path = path;
   it->type = entry_type(e->type);
   it->has_size = it->type == FILE_TYPE_FILE;
   it->size = e->size;
@@ -347,9 +375,18 @@ static void list_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
   switch (ev->type) {
     case AE_DATA:
       if (take_records(op, ev->data, ev->len) != 0) {
-        agent_req_cancel(op->base.req);
         op->base.req = NULL;
-        err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Docker returned invalid file metadata.");
+        if (op->breach != NULL) {
+          /* A bound passed: the agent lies (it was asked for no more); the connection ends. */
+          agent_req_violation(req, op->breach);
+          err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED,
+                      "Unable to list sandbox files: the sandbox agent sent %s (the listing was refused).", op->breach);
+          err_set_details(&err, json_pack("{s:s, s:I, s:I}", "path", op->path, "maxEntries", (json_int_t)LIST_MAX_ENTRIES,
+                                          "maxBytes", (json_int_t)LIST_MAX_BYTES));
+        } else {
+          agent_req_cancel(req);
+          err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Docker returned invalid file metadata.");
+        }
         agent_op_fail(&op->base, &err);
         return;
       }
@@ -357,7 +394,14 @@ static void list_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
       return;
     case AE_RESULT:
       op->base.req = NULL;
-      if (op->partial.len > 0) err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Docker returned invalid file metadata.");
+      if (op->partial.len > 0) {
+        err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Docker returned invalid file metadata.");
+      } else if (ev->res.list.count != op->entries.count) {
+        /* The RESULT counts what was sent: a count that does not match is a lie. */
+        agent_req_violation(req, "a listing result that does not match the entries it sent");
+        err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED,
+                    "Unable to list sandbox files: the sandbox agent's result does not match the entries it sent.");
+      }
       op_settle(&op->base.op, &err);
       return;
     case AE_ERROR: {

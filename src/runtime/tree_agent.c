@@ -8,10 +8,13 @@
  * stdin as it is built: the import script in "stream" mode checks the destination's way,
  * extracts into a hidden staging directory with `tar -x` and publishes it without a race
  * once the stream's last member, a random marker, has come (tree_engine.c describes the
- * publish step). The agent's credit on stdin is the back-pressure: bytes leave only as the
- * agent has passed earlier ones to tar's pipe, and what waits for credit
- * (agent_req_unsent) is what the front's flow control counts, so memory stays bounded
- * however slow the sandbox's disk is; the "drain" comes from the agent's WINDOW frames.
+ * publish step). The agent's credit on stdin and the connection's write queue are the
+ * back-pressure: bytes leave only as the agent has passed earlier ones to tar's pipe and
+ * while fewer than AGENT_TX_HIGH wait to be written to it (an agent that grants credit and
+ * never reads holds nothing more here), and what waits (agent_req_unsent) is what the
+ * front's flow control counts, so memory stays bounded however slow the sandbox's disk is
+ * or whatever the agent grants; the "drain" comes from the agent's WINDOW frames and from
+ * the write queue emptying.
  *  - A stream that stops early never has its marker: the script removes what it staged.
  *  - Stopped (an abort, a failure found by the front) before the end of the archive was
  *    handed on: the request is cancelled (the agent ends the script's whole tree), then one

@@ -1,0 +1,319 @@
+// A hostile in-sandbox agent behind the fake engine (issue 23): the fake engine serves the
+// agent transport exactly as engine/agent_conn.c uses it (GET /version with an Arch, the
+// HEAD probe of /.anvia/agent-<hash> answered "there", POST /containers/{name}/exec and
+// the hijacked POST /exec/{id}/start of that binary), and the exec's stream is a JS agent
+// speaking src/agent/PROTOCOL.md (the frames of test/agent/lib/wire.js, the other way
+// round) that lies on purpose: a test gives it one handler per request type.
+//
+// The host under test is the real addon in this process; the "agent" is this file. A
+// handler gets (agent, req) where req is the decoded request ({ id, type, ... }) and agent
+// has:
+//   agent.send(bytes)             one or more agent frames, inside the engine's stream-1
+//                                 multiplexing; resolves once the socket took them
+//   agent.credit(id)              the host's credit on stream 2 of request id
+//   agent.waitCredit(id, n)       resolves when that credit is >= n (true), or the
+//                                 connection closed (false)
+//   agent.stopReading()           the agent never reads its stdin again (the socket is
+//                                 paused: the kernel's buffers fill, then the host's)
+//   agent.closed                  true once the host (or the engine) ended the stream
+//   agent.received                host -> agent DATA bytes received, by request id
+//   "data" events                 (id, payload, end) for each host DATA frame
+// and the encoders below (agentEnc) make its frames. PINGs are answered unless
+// `answerPings: false`; HOST_HELLO is accepted; requests without a handler never get a
+// reply (the "reply that never comes").
+import { EventEmitter } from "node:events";
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { T, S, F_END, HEADER, MAX_PAYLOAD, MAX_DATA, IN_WINDOW } from "../agent/lib/wire.js";
+import { frame as muxFrame, upgradeHead } from "./fake-engine.js";
+import { native } from "../../lib/native.js";
+
+const NAMES = Object.fromEntries(Object.entries(T).map(([k, v]) => [v, k]));
+
+// ---- encoding the agent's frames ----
+
+function agentFrame(type, id, payload = Buffer.alloc(0), { stream = 0, flags = 0 } = {}) {
+  const h = Buffer.alloc(HEADER);
+  h.writeUInt32BE(payload.length, 0);
+  h[4] = type;
+  h[5] = flags;
+  h[6] = stream;
+  h[7] = 0;
+  h.writeUInt32BE(id >>> 0, 8);
+  return Buffer.concat([h, payload]);
+}
+
+const u32 = (v) => {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(v >>> 0);
+  return b;
+};
+const u64 = (v) => {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64BE(BigInt(v));
+  return b;
+};
+const blob = (s) => {
+  const b = Buffer.from(s);
+  return Buffer.concat([u32(b.length), b]);
+};
+
+export const agentEnc = {
+  hello({ inWindow = IN_WINDOW, pid = 77, uid = 0, gid = 0, heartbeatMs = 20000 } = {}) {
+    const p = Buffer.alloc(44);
+    p.writeUInt32BE(0x414e5641, 0);
+    p.writeUInt16BE(1, 4);
+    p.writeUInt16BE(1, 6);
+    p.writeUInt32BE(MAX_PAYLOAD, 8);
+    p.writeUInt32BE(MAX_DATA, 12);
+    p.writeUInt32BE(inWindow >>> 0, 16);
+    p.writeUInt32BE(1024, 20);
+    p.writeUInt32BE(0, 24);
+    p.writeUInt32BE(pid, 28);
+    p.writeUInt32BE(uid, 32);
+    p.writeUInt32BE(gid, 36);
+    p.writeUInt32BE(heartbeatMs, 40);
+    return agentFrame(T.HELLO, 0, Buffer.concat([p, blob("hostile0000000000"), blob("x86_64")]));
+  },
+  pong: (id, payload) => agentFrame(T.PONG, id, payload),
+  data: (id, bytes, stream = S.OUT) => agentFrame(T.DATA, id, Buffer.from(bytes), { stream }),
+  window: (id, inc) => agentFrame(T.WINDOW, id, u32(inc), { stream: S.IN }),
+  started: (id, pid = 100, pgid = 100) => agentFrame(T.STARTED, id, Buffer.concat([u32(pid), u32(pgid)])),
+  execResult: (id, { code = 0, outBytes = 0, errBytes = 0 } = {}) =>
+    agentFrame(T.RESULT, id, Buffer.concat([Buffer.from([0, 0, 0, 0]), u32(code), u64(outBytes), u64(errBytes), u64(1000)])),
+  listResult: (id, count, flags = 0) => agentFrame(T.RESULT, id, Buffer.concat([u32(count), u32(flags)])),
+  writeResult: (id, bytes, mode = 0o644) => agentFrame(T.RESULT, id, Buffer.concat([u64(bytes), u32(mode)])),
+  /** One listing record (24 + name bytes): a regular file of `size` bytes. */
+  entry(name, { type = 1, mode = 0o644, size = 0 } = {}) {
+    const n = Buffer.from(name);
+    const r = Buffer.alloc(24);
+    r[0] = type;
+    r[1] = 0;
+    r.writeUInt16BE(n.length, 2);
+    r.writeUInt32BE(mode, 4);
+    r.writeBigUInt64BE(BigInt(size), 8);
+    r.writeBigInt64BE(0n, 16);
+    return Buffer.concat([r, n]);
+  },
+};
+
+// ---- decoding the host's frames ----
+
+class Reader {
+  constructor(b) {
+    this.b = b;
+    this.o = 0;
+  }
+  u32() {
+    const v = this.b.readUInt32BE(this.o);
+    this.o += 4;
+    return v;
+  }
+  u64() {
+    const v = this.b.readBigUInt64BE(this.o);
+    this.o += 8;
+    return v;
+  }
+  blob() {
+    const n = this.u32();
+    const v = this.b.subarray(this.o, this.o + n);
+    this.o += n;
+    return Buffer.from(v);
+  }
+  list() {
+    const n = this.u32();
+    const out = [];
+    for (let i = 0; i < n; i++) out.push(this.blob().toString());
+    return out;
+  }
+}
+
+function decodeRequest(type, id, p) {
+  const r = new Reader(p);
+  const req = { id, type: NAMES[type] ?? `0x${type.toString(16)}` };
+  if (type === T.LIST) Object.assign(req, { maxEntries: r.u32(), window: r.u32(), flags: r.u32(), path: r.blob().toString() });
+  else if (type === T.EXEC) Object.assign(req, { flags: r.u32(), timeoutMs: r.u32(), window: r.u32(), cwd: r.blob().toString(), argv: r.list(), env: r.list() });
+  else if (type === T.WRITE) Object.assign(req, { length: Number(r.u64()), mode: r.u32(), flags: r.u32(), path: r.blob().toString() });
+  else if (type === T.READ) Object.assign(req, { maxBytes: Number(r.u64()), window: r.u32(), flags: r.u32(), path: r.blob().toString() });
+  return req;
+}
+
+// ---- one agent on one hijacked exec stream ----
+
+class HostileAgent extends EventEmitter {
+  constructor(handlers, conn, res, options) {
+    super();
+    this.handlers = handlers;
+    this.conn = conn;
+    this.res = res;
+    this.options = options;
+    this.buf = Buffer.alloc(0);
+    this.credits = new Map(); // id -> stream 2 credit
+    this.waiters = [];
+    this.received = new Map(); // id -> host DATA bytes
+    this.requests = []; // every request decoded, in order
+    this.frames = 0; // host frames parsed
+    this.closed = false;
+    conn.socket.on("close", () => this.close());
+  }
+
+  close() {
+    if (this.closed) return;
+    this.closed = true;
+    for (const w of this.waiters.splice(0)) w.resolve(false);
+    this.emit("closed");
+  }
+
+  /** Agent frames, multiplexed as the engine does (stream 1). */
+  async send(bytes) {
+    if (this.closed) return false;
+    const b = Buffer.from(bytes);
+    // A mux frame is at most what its u32 length says; keep them frame-sized.
+    const parts = [];
+    for (let off = 0; off < b.length; off += 1 << 20) parts.push(muxFrame(1, b.subarray(off, off + (1 << 20))));
+    const ok = await this.res.write(Buffer.concat(parts));
+    if (!ok) this.close();
+    return ok && !this.closed;
+  }
+
+  credit(id) {
+    return this.credits.get(id) ?? 0;
+  }
+
+  spend(id, n) {
+    this.credits.set(id, this.credit(id) - n);
+  }
+
+  waitCredit(id, n) {
+    if (this.closed) return Promise.resolve(false);
+    if (this.credit(id) >= n) return Promise.resolve(true);
+    return new Promise((resolve) => this.waiters.push({ id, n, resolve }));
+  }
+
+  stopReading() {
+    this.conn.socket.pause();
+  }
+
+  onInput(chunk) {
+    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
+    while (this.buf.length >= HEADER) {
+      const len = this.buf.readUInt32BE(0);
+      if (this.buf.length < HEADER + len) break;
+      const type = this.buf[4];
+      const flags = this.buf[5];
+      const stream = this.buf[6];
+      const id = this.buf.readUInt32BE(8);
+      const payload = this.buf.subarray(HEADER, HEADER + len);
+      this.buf = this.buf.subarray(HEADER + len);
+      this.frames++;
+      this.onFrame(type, stream, id, payload, flags);
+    }
+  }
+
+  onFrame(type, stream, id, payload, flags = 0) {
+    if (type === T.HOST_HELLO) return;
+    if (type === T.PING) {
+      if (this.options.answerPings !== false) this.send(agentEnc.pong(id, payload));
+      return;
+    }
+    if (type === T.WINDOW) {
+      if (stream === S.OUT || stream === S.ERR) {
+        if (stream === S.OUT) this.credits.set(id, this.credit(id) + payload.readUInt32BE(0));
+        this.waiters = this.waiters.filter((w) => {
+          if (this.credit(w.id) < w.n) return true;
+          w.resolve(true);
+          return false;
+        });
+      }
+      return;
+    }
+    if (type === T.DATA) {
+      this.received.set(id, (this.received.get(id) ?? 0) + payload.length);
+      this.emit("data", id, payload, (flags & F_END) !== 0);
+      return;
+    }
+    if (type === T.CANCEL) {
+      this.emit("cancel", id);
+      return;
+    }
+    const req = decodeRequest(type, id, payload);
+    if (req.window !== undefined) this.credits.set(id, req.window);
+    this.requests.push(req);
+    this.emit("request", req);
+    const handler = this.handlers[req.type.toLowerCase()];
+    if (handler) {
+      Promise.resolve()
+        .then(() => handler(this, req))
+        .catch((error) => {
+          console.error("hostile agent handler failed:", error);
+          this.conn.socket.destroy();
+        });
+    }
+  }
+}
+
+/**
+ * Makes `fake` serve the agent transport with a hostile agent. `handlers`: { list, exec,
+ * write, read, ... } by request type, each (agent, req) => ...; options: `hello` (HELLO
+ * fields: inWindow, ...), `answerPings`. Returns { agents, next() }: every agent started,
+ * and a promise of the next one.
+ */
+export function serveHostileAgent(fake, handlers = {}, options = {}) {
+  const agents = [];
+  const started = new EventEmitter();
+  fake.route("GET", "/version", (req, res) => res.json(200, { ApiVersion: fake.apiVersion, Version: "20.10.0-fake", Arch: "amd64", Os: "linux" }));
+  // The placement probe: the binary is there (so no upload; what a root sandbox that
+  // replaced it leaves behind).
+  fake.route("HEAD", "/containers/:name/archive", (req, res, ctx) => {
+    if (!String(req.query.path ?? "").startsWith("/.anvia/agent-")) return ctx.next();
+    res.empty(200, {});
+  });
+  fake.route("POST", "/exec/:id/start", async (req, res, ctx) => {
+    const cmd = ctx.exec?.body?.Cmd ?? [];
+    if (!String(cmd[0] ?? "").startsWith("/.anvia/agent-")) return ctx.next();
+    const stdin = ctx.conn.hijack();
+    // The agent consumes what it reads: the fake's copy of every stdin byte (for readAll)
+    // would be memory of this process that the host did not hold.
+    stdin.received = { push() {} };
+    const agent = new HostileAgent(handlers, ctx.conn, res, options);
+    agent.exec = ctx.exec;
+    ctx.exec.Running = true;
+    agents.push(agent);
+    stdin.on("data", (chunk) => agent.onInput(chunk));
+    stdin.on("end", () => {
+      ctx.exec.Running = false;
+      res.end();
+      agent.close();
+    });
+    await res.write(upgradeHead());
+    await agent.send(agentEnc.hello(options.hello));
+    started.emit("agent", agent);
+  });
+  return {
+    agents,
+    next: () => new Promise((resolve) => started.once("agent", resolve)),
+  };
+}
+
+/**
+ * The agent binary the host places: any bytes do (the probe says it is there). Points
+ * the addon at a temporary agent directory; call once per test process, before the first
+ * agent call.
+ */
+export function fakeAgentDir(t) {
+  const dir = mkdtempSync(join(tmpdir(), "anvia-hostile-agent-"));
+  mkdirSync(join(dir, "x86_64"));
+  writeFileSync(join(dir, "x86_64", "anvia-agent"), "#!hostile agent double\n");
+  native.setAgentDir(dir);
+  t?.after?.(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Host memory now: resident set and external (Buffers, the addon's allocations are in rss). */
+export function memory() {
+  const m = process.memoryUsage();
+  return { rss: m.rss, external: m.external };
+}
+
+export { T, S, F_END, MAX_DATA };
