@@ -116,3 +116,31 @@ test("npm run bench, smoke-sized: completes and writes a well-formed JSON result
   assert.deepEqual(left.containers.filter(ours), []);
   assert.deepEqual(left.volumes.filter(ours), []);
 });
+
+// bench/runtimes.mjs (runc, runsc, crun, both transports): one run of each call, and a
+// result with every runtime the daemon has and every operation.
+test("bench/runtimes.mjs, smoke-sized: every runtime and operation in a well-formed result", { timeout: 300_000 }, async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "anvia-bench-runtimes-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const out = path.join(dir, "runtimes.json");
+  const code = await new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(root, "bench/runtimes.mjs"), "--runs", "1", "--warmup", "0", "--json", out], { stdio: ["ignore", "inherit", "inherit"] });
+    child.on("error", reject);
+    child.on("exit", resolve);
+  });
+  assert.equal(code, 0);
+  const result = JSON.parse(await readFile(out, "utf8"));
+  assert.ok(result.config.runtimes.includes("default"), JSON.stringify(result.config));
+  for (const name of result.config.runtimes) {
+    for (const transport of ["agent", "engine"]) {
+      for (const op of ["execTrue", "writeTextFile", "readFile", "listFiles"]) {
+        const r = result.results[`${name}/${transport}/${op}`];
+        assert.ok(r && r.n === 1 && r.median > 0, `${name}/${transport}/${op}: ${JSON.stringify(r)}`);
+      }
+    }
+  }
+  // Its sandboxes (bench-rt-<runtime>-...) are gone; other suites may run beside it.
+  const left = await labelledLeftovers();
+  const ours = (name) => name.includes("anvia-sandbox-bench-rt-");
+  assert.deepEqual([...left.containers.filter(ours), ...left.volumes.filter(ours)], []);
+});
