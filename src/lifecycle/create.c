@@ -590,8 +590,19 @@ static void check_runtime(create_op_t *op, http_req_t *req, err_t *err) {
   }
   const buf_t *reply = &req->resp;
   switch (runtimes_lookup((const char *)reply->data, reply->len, op->o.container_runtime, op->o.container_runtime_len)) {
-    case RUNTIME_REGISTERED:
+    case RUNTIME_REGISTERED: {
+      /* Podman lists the runtimes of its containers.conf, but its Docker-compatible create
+       * does not apply HostConfig.Runtime (seen on 4.3.1: the container runs under its
+       * default runtime): refused rather than run under a weaker runtime than asked. */
+      engine_info_t ei = engine_info(op->eng);
+      if (ei.kind == ENGINE_PODMAN)
+        err_sandbox(err, CODE_RUNTIME_NOT_FOUND,
+                    "Podman at %s does not apply containerRuntime through its Docker-compatible API (the container "
+                    "would run under Podman's default runtime, not %.*s). Set the runtime in Podman's containers.conf "
+                    "([engine] runtime), or use Docker.",
+                    engine_display(op->eng), (int)op->o.container_runtime_len, op->o.container_runtime);
       return;
+    }
     case RUNTIME_NOMEM:
       err_oom(err);
       return;

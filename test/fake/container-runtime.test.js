@@ -119,3 +119,24 @@ test("resumeSandbox: the label, else HostConfig.Runtime, else default", T, async
   }
   assert.deepEqual(got, { labelled: "crun", old: "runc", bare: "default", empty: "runsc" });
 });
+
+// Podman lists the runtimes of its containers.conf in /info, but its Docker-compatible create
+// does not apply HostConfig.Runtime (Podman 4.3.1 runs the container under its default
+// runtime): refused at the runtime check, before anything is made, rather than run a sandbox
+// under a weaker runtime than the one asked for.
+test("on Podman a runtime other than the default is refused before anything is made", T, async (t) => {
+  const { fake, client } = await engine(t);
+  fake.route("GET", "/_ping", (req, res) =>
+    res.send(200, "OK", { "API-Version": "1.41", "Libpod-Api-Version": "4.3.1", Server: "Libpod/4.3.1 (linux)", "Content-Type": "text/plain; charset=utf-8" }),
+  );
+  await refused(
+    client.createSandbox({ ...base, id: "pm", containerRuntime: "runsc" }),
+    "runtime_not_found",
+    `Podman at ${fake.host} does not apply containerRuntime through its Docker-compatible API (the container would run under Podman's default runtime, not runsc). Set the runtime in Podman's containers.conf ([engine] runtime), or use Docker.`,
+  );
+  const made = steps(fake).filter((s) => s.startsWith("POST "));
+  assert.deepEqual(made, [], "nothing was made");
+  // Without containerRuntime, Podman creates as before.
+  const sandbox = await client.createSandbox({ ...base, id: "pm2" });
+  assert.equal(sandbox.inspector({ files: true }).containerRuntime, "default");
+});

@@ -44,7 +44,21 @@ for (const runtime of ["runsc", "crun"]) {
       );
     });
 
-    test("every runtime operation, stop and resume, fork, destroy", T, async (t) => {
+    // Podman's Docker-compatible create does not apply HostConfig.Runtime (4.3.1 runs the
+    // container under its default runtime): the package refuses rather than run a sandbox
+    // under a weaker runtime than asked, before anything is made.
+    test("on Podman: refused with runtime_not_found, nothing made", { ...T, skip: !isPodman && "Podman only" }, async () => {
+      const id = `rt-podman-${runtime}-${process.pid}`;
+      await assert.rejects(client.createSandbox({ image: IMAGE, id, workspace: { type: "ephemeral" }, network: { mode: "none" }, containerRuntime: runtime }), (error) => {
+        assert.ok(error instanceof DockerSandboxError, String(error));
+        assert.equal(error.code, "runtime_not_found");
+        assert.match(error.message, new RegExp(`^Podman at .* does not apply containerRuntime through its Docker-compatible API \\(the container would run under Podman's default runtime, not ${runtime}\\)`));
+        return true;
+      });
+      assert.equal((await api("GET", `/containers/anvia-sandbox-${id}/json`)).status, 404);
+    });
+
+    test("every runtime operation, stop and resume, fork, destroy", { ...T, skip: isPodman && "Podman does not apply containerRuntime (the test above)" }, async (t) => {
       const sandbox = await client.createSandbox({
         image: IMAGE,
         workspace: { type: "ephemeral" },
