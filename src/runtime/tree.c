@@ -31,8 +31,11 @@
 #include "napi/convert.h"
 #include "napi/values.h"
 
-/* The export queue not yet handed to JavaScript: above this the backend is paused. */
+/* The export queue not yet handed to JavaScript: above this the backend is paused. A
+ * file's bytes count, and so does each entry (its path and EXPORT_ENTRY_COST for the
+ * event), so a flood of directory headers pauses the source as file bytes do. */
 #define EXPORT_NATIVE_HIGH (4 * 1024 * 1024)
+#define EXPORT_ENTRY_COST 64
 
 enum { T_READY = 0, T_RUNNING, T_COMMITTING, T_FAILING, T_STOPPING, T_DONE };
 
@@ -262,7 +265,8 @@ static int close_file(tree_import_t *t, err_t *err) {
 
 static int admit_dir(tree_import_t *t, const char *path, unsigned mode, int count, err_t *err) {
   tree_entry_t e = {.kind = TREE_DIRECTORY, .path = path, .mode = mode, .size = 0};
-  if (tree_quota_admit(&t->req.quota, &t->counts, &e, err) != 0) return -1;
+  /* A directory given again was admitted the first time: it is not a new entry. */
+  if (count && tree_quota_admit(&t->req.quota, &t->counts, &e, err) != 0) return -1;
   if (t->backend->entry(t, &e, err) != 0) return -1;
   if (count) {
     if (tree_pathset_add(t->seen, path, TREE_DIRECTORY) != 0) return err_oom(err);
@@ -494,7 +498,7 @@ typedef struct tree_event {
   uint64_t size;
   char *path;    /* EV_ENTRY */
   uint8_t *data; /* EV_DATA */
-  size_t len;
+  size_t len;    /* EV_DATA: its bytes; EV_ENTRY: what it counts in queued_bytes */
 } tree_event_t;
 
 static void event_free(tree_event_t *e) {
@@ -606,6 +610,7 @@ static void on_flush(void *ud) {
     if (x->head == NULL) x->tail = NULL;
     napi_value argv[2];
     if (e->type == EV_ENTRY) {
+      x->queued_bytes -= e->len;
       napi_value v;
       napi_create_object(env, &v);
       napi_set_named_property(env, v, "kind", nu_string(env, e->kind == TREE_FILE ? "file" : "directory"));
@@ -738,6 +743,8 @@ int tree_export_entry(tree_export_t *x, const char *name, size_t len, const char
   ev->mode = e.mode;
   ev->size = e.kind == TREE_FILE ? size : 0;
   ev->path = path;
+  ev->len = EXPORT_ENTRY_COST + strlen(path);
+  x->queued_bytes += ev->len;
   x->in_entry = 1;
   x->skipping = 0;
   x->entry_is_file = e.kind == TREE_FILE;
