@@ -27,6 +27,7 @@ const PAUSE = 1;
 const RESUME = 0;
 const STREAM_HIGH = 4 * 1024 * 1024;
 const STREAM_LOW = 1024 * 1024;
+const ENTRY_COST = 64;
 const READ_CHUNK = 256 * 1024;
 const SMALL_FILE = 256 * 1024;
 const MAX_CHUNK = 1024 * 1024;
@@ -324,14 +325,15 @@ function eventStream(token, signal) {
     wake = undefined;
     w?.();
   };
+  // A file's bytes count, and each entry (its path and ENTRY_COST), as in the native
+  // queue: a flood of directories pauses the transfer as bytes do.
+  const cost = (type, value) => (type === "data" ? value.byteLength : type === "entry" ? ENTRY_COST + value.path.length : 0);
   const onEvent = (type, value) => {
     queue.push([type, value]);
-    if (type === "data") {
-      queued += value.byteLength;
-      if (!paused && queued > STREAM_HIGH) {
-        paused = true;
-        native.control(token, PAUSE);
-      }
+    queued += cost(type, value);
+    if (!paused && queued > STREAM_HIGH) {
+      paused = true;
+      native.control(token, PAUSE);
     }
     poke();
   };
@@ -357,12 +359,10 @@ function eventStream(token, signal) {
         if (failure !== undefined) throw failure;
         const ev = queue.shift();
         if (ev !== undefined) {
-          if (ev[0] === "data") {
-            queued -= ev[1].byteLength;
-            if (paused && queued < STREAM_LOW) {
-              paused = false;
-              native.control(token, RESUME);
-            }
+          queued -= cost(ev[0], ev[1]);
+          if (paused && queued < STREAM_LOW) {
+            paused = false;
+            native.control(token, RESUME);
           }
           return ev;
         }
@@ -412,9 +412,19 @@ function fileBytes(stream) {
   };
 }
 
-// A host directory that must not exist: entries go under a temporary sibling (mode 0700
-// directories while it fills, files opened with O_EXCL | O_NOFOLLOW, so nothing is ever
-// written through a link or over another entry), published by one rename at the end.
+// A host directory that must not exist: entries go under a temporary sibling (files
+// opened with O_EXCL | O_NOFOLLOW, so nothing is ever written through a link or over
+// another entry), published by one rename at the end.
+//
+// Modes are what tar gives a user who is not root: the sandbox's permission bits less the
+// process umask, never setuid, setgid or sticky (the native side keeps only 0o777), so a
+// sandbox cannot make a host file or directory group- or world-writable past the umask.
+// A directory whose mode keeps the owner's rwx is made with its mode at once; one without
+// (0o555, 0o000) would stop its own subtree from being written, so it is made 0o700 and
+// given its mode once the entries leave its subtree (or at publish); an entry that comes
+// back into it later reopens it. What is remembered here is bounded by the depth, not by
+// the number of entries: the chain of such directories around the current entry, and the
+// last parent directory made.
 async function hostDestination(dest) {
   const abs = path.resolve(dest);
   try {
@@ -424,17 +434,14 @@ async function hostDestination(dest) {
     if (error?.code !== "ENOENT") throw error;
   }
   const tmp = await mkdtemp(path.join(path.dirname(abs), `.${path.basename(abs)}.anvia-export-`));
-  const made = new Set([""]);
-  const dirs = [];
   const umask = process.umask();
-  const ensureDir = async (rel) => {
-    if (made.has(rel)) return;
-    await ensureDir(path.posix.dirname(rel) === "." ? "" : path.posix.dirname(rel));
-    await mkdir(path.join(tmp, rel), { mode: 0o700 }).catch((error) => {
-      if (error?.code !== "EEXIST") throw error;
-    });
-    made.add(rel);
-  };
+  const finalMode = (mode) => mode & 0o777 & ~umask;
+  const restrictive = (mode) => (mode & 0o700) !== 0o700;
+  const inside = (rel, dir) => rel === dir || rel.startsWith(`${dir}/`);
+  const parentOf = (rel) => (path.posix.dirname(rel) === "." ? "" : path.posix.dirname(rel));
+  const held = []; // [rel, final mode] of restrictive directories kept 0o700, outermost first
+  let closedAny = false; // a restrictive directory was given its mode: an entry may come back into it
+  let lastParent = "";
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
   // Small files are written in the background, WRITE_BEHIND at a time, while the next
   // entries arrive; the first failure is thrown at the next entry or at publish().
@@ -444,11 +451,58 @@ async function hostDestination(dest) {
     while (writing.size > 0) await Promise.race(writing);
     if (failure !== undefined) throw failure;
   };
+  // Gives its mode to each held directory `rel` is not in (the writes into it first).
+  const release = async (rel) => {
+    while (held.length > 0 && (rel === undefined || !inside(rel, held[held.length - 1][0]))) {
+      await settle();
+      const [dir, mode] = held.pop();
+      await chmod(path.join(tmp, dir), mode);
+      closedAny = true;
+    }
+  };
+  // A directory of the copy `rel` goes into, writable: missing ones are made (0o700, as
+  // implicit parents always were), a restrictive one given its mode earlier is reopened.
+  const ensureParent = async (rel) => {
+    await release(rel);
+    if (rel === "" || rel === lastParent) return;
+    if (closedAny) {
+      const parts = rel.split("/");
+      for (let i = 1; i <= parts.length; i++) {
+        const p = parts.slice(0, i).join("/");
+        if (held.some(([d]) => d === p)) continue;
+        let st;
+        try {
+          st = await lstat(path.join(tmp, p));
+        } catch (error) {
+          if (error?.code === "ENOENT") break;
+          throw error;
+        }
+        if (st.isDirectory() && restrictive(st.mode)) {
+          await chmod(path.join(tmp, p), 0o700);
+          held.push([p, st.mode & 0o777]);
+        }
+      }
+    }
+    await mkdir(path.join(tmp, rel), { recursive: true, mode: 0o700 });
+    lastParent = rel;
+  };
+  const makeDir = async (rel, mode) => {
+    const target = path.join(tmp, rel);
+    const wanted = restrictive(mode) ? 0o700 : mode;
+    try {
+      await mkdir(target, { mode: wanted });
+    } catch (error) {
+      if (error?.code !== "EEXIST") throw error;
+      // Made earlier as a parent: it takes the entry's mode now.
+      if (!(await lstat(target)).isDirectory()) throw error;
+      await chmod(target, wanted);
+    }
+    if (restrictive(mode)) held.push([rel, mode]);
+  };
   const writeSmall = async (target, data, mode) => {
     const fh = await open(target, flags, mode);
     try {
       await fh.writeFile(data);
-      if ((mode & ~umask) !== mode) await fh.chmod(mode);
     } finally {
       await fh.close();
     }
@@ -458,19 +512,18 @@ async function hostDestination(dest) {
     tmp,
     async consume(entry) {
       if (failure !== undefined) throw failure;
-      const parent = path.posix.dirname(entry.path) === "." ? "" : path.posix.dirname(entry.path);
-      await ensureDir(parent);
+      await ensureParent(parentOf(entry.path));
       const target = path.join(tmp, entry.path);
+      const mode = finalMode(entry.mode);
       if (entry.kind === "directory") {
-        await ensureDir(entry.path);
-        dirs.push([target, entry.mode]);
+        await makeDir(entry.path, mode);
         return;
       }
       if (entry.byteLength <= SMALL_FILE) {
         const parts = [];
         for await (const chunk of entry.bytes) parts.push(chunk);
         const data = parts.length === 1 ? parts[0] : Buffer.concat(parts);
-        const p = writeSmall(target, data, entry.mode).then(
+        const p = writeSmall(target, data, mode).then(
           () => writing.delete(p),
           (error) => {
             writing.delete(p);
@@ -481,17 +534,16 @@ async function hostDestination(dest) {
         if (writing.size >= WRITE_BEHIND) await Promise.race(writing);
         return;
       }
-      const fh = await open(target, flags, entry.mode);
+      const fh = await open(target, flags, mode);
       try {
         for await (const chunk of entry.bytes) await fh.write(chunk);
-        if ((entry.mode & ~umask) !== entry.mode) await fh.chmod(entry.mode);
       } finally {
         await fh.close();
       }
     },
     async publish() {
       await settle();
-      for (let i = dirs.length - 1; i >= 0; i--) await chmod(dirs[i][0], dirs[i][1]);
+      await release(undefined);
       try {
         await lstat(abs);
         throw new DockerSandboxError(`Export destination already exists: ${abs}`, "invalid_path", { path: abs });
@@ -502,9 +554,21 @@ async function hostDestination(dest) {
     },
     async discard() {
       await settle().catch(() => undefined);
-      await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+      // A directory given a mode without the owner's rwx cannot be emptied: reopened first.
+      await rm(tmp, { recursive: true, force: true }).catch(async () => {
+        await reopenAll(tmp);
+        await rm(tmp, { recursive: true, force: true });
+      }).catch(() => undefined);
     },
   };
+}
+
+// Gives the owner rwx on every directory under dir (one that lost it cannot be removed).
+async function reopenAll(dir) {
+  await chmod(dir, 0o700).catch(() => undefined);
+  const handle = await opendir(dir).catch(() => undefined);
+  if (handle === undefined) return;
+  for await (const d of handle) if (d.isDirectory()) await reopenAll(path.join(dir, d.name));
 }
 
 export function prepareExport(sandbox, selection, destination, options) {

@@ -1,0 +1,228 @@
+// Tree transfers against a hostile sandbox (issue 23), on the fake engine:
+//  - maxFiles counts every entry, directories as files: a directory flood stops at the
+//    quota on export (host directory or consumer) and on import, with how far it got.
+//  - A flood of directory entries with long paths is flow-controlled as file bytes are:
+//    the engine is held back while the consumer is slow, so what waits on the host stays
+//    bounded however many entries the archive holds.
+//  - Modes on the host are the sandbox's permission bits less the umask, never setuid,
+//    setgid or sticky; a directory without the owner's rwx still gets its whole subtree.
+//  - An export whose archive stops coming fails after its idle deadline (idleTimeoutMs),
+//    while a slow consumer (the export paused by the host) never counts as idle.
+import test from "node:test";
+import assert from "node:assert/strict";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import {
+  HANG_MS,
+  GO_MODE_DIR,
+  chunked,
+  expectCode,
+  fakeSandbox,
+  head,
+  pathStat,
+  sleep,
+  tarEnd,
+  tarEntry,
+} from "../helpers/fake-engine.js";
+
+const T = { timeout: HANG_MS };
+const work = mkdtempSync(path.join(tmpdir(), "anvia-fake-tree-hard-"));
+// Some outputs hold directories without the owner's rwx: given it back before removal.
+function reopen(dir) {
+  chmodSync(dir, 0o700);
+  for (const d of readdirSync(dir, { withFileTypes: true })) if (d.isDirectory()) reopen(path.join(dir, d.name));
+}
+test.after(() => {
+  reopen(work);
+  rmSync(work, { recursive: true, force: true });
+});
+let n = 0;
+const dest = () => path.join(work, `out-${n++}`);
+
+function nothingLeft(out) {
+  assert.ok(!existsSync(out), "the destination was not made");
+  const base = path.basename(out);
+  assert.deepEqual(readdirSync(path.dirname(out)).filter((f) => f.startsWith(`.${base}.`)), [], "no temporary directory is left");
+}
+
+function serveWorkspace(fake, tar) {
+  fake.route("GET", "/containers/:name/archive", {
+    raw: [
+      head(200, { "X-Docker-Container-Path-Stat": pathStat({ name: "workspace", mode: GO_MODE_DIR + 0o755 }), "Content-Type": "application/x-tar", "Transfer-Encoding": "chunked" }),
+      chunked(tar, 4096, true),
+    ],
+    then: "end",
+  });
+}
+
+const dir = (name, mode = 0o755) => tarEntry({ name: `${name}/`, type: "5", mode });
+const file = (name, content = "x", extra = {}) => tarEntry({ name, content, ...extra });
+
+/** A pax 'x' header with the given records, then the member. */
+function paxEntry(records, member) {
+  const body = Buffer.concat(
+    Object.entries(records).map(([k, v]) => {
+      const rest = Buffer.from(` ${k}=${v}\n`);
+      let len = rest.length + 1;
+      while (String(len).length + rest.length !== len) len = String(len).length + rest.length;
+      return Buffer.concat([Buffer.from(String(len)), rest]);
+    }),
+  );
+  return Buffer.concat([tarEntry({ name: "PaxHeader", type: "x", content: body }), member]);
+}
+
+const flood = (count) => Buffer.concat([dir("workspace"), ...Array.from({ length: count }, (_, i) => dir(`workspace/d${i}`)), tarEnd()]);
+
+// ---- maxFiles counts directories ----------------------------------------------------------
+
+test("a directory flood stops at maxFiles on export to a host directory; nothing reaches the host", T, async (t) => {
+  const { fake, runtime } = await fakeSandbox(t);
+  serveWorkspace(fake, flood(3000));
+  const out = dest();
+  const error = await expectCode(runtime.exportTree({ kind: "workspace" }, out, { quotas: { maxFiles: 100 } }), "quota_exceeded", /Tree transfer exceeds maxFiles \(101 > 100\): d100/);
+  assert.equal(error.details.quota, "maxFiles");
+  assert.equal(error.details.limit, 100);
+  assert.equal(error.details.files, 0);
+  assert.equal(error.details.directories, 100);
+  nothingLeft(out);
+});
+
+test("a directory flood stops at maxFiles on export to a consumer, which sees at most maxFiles entries", T, async (t) => {
+  const { fake, runtime } = await fakeSandbox(t);
+  serveWorkspace(fake, Buffer.concat([dir("workspace"), file("workspace/a"), ...Array.from({ length: 3000 }, (_, i) => dir(`workspace/d${i}`)), tarEnd()]));
+  let seen = 0;
+  const error = await expectCode(runtime.exportTree({ kind: "workspace" }, () => void seen++, { quotas: { maxFiles: 50 } }), "quota_exceeded", /maxFiles \(51 > 50\)/);
+  assert.deepEqual([error.details.files, error.details.directories], [1, 49]);
+  assert.ok(seen <= 50, `the consumer saw ${seen} entries`);
+});
+
+test("files and directories together: maxFiles is the number of entries", T, async (t) => {
+  const { fake, runtime } = await fakeSandbox(t);
+  const tar = Buffer.concat([dir("workspace"), dir("workspace/a"), file("workspace/a/f"), dir("workspace/b"), file("workspace/b/g"), tarEnd()]);
+  serveWorkspace(fake, tar);
+  const summary = await runtime.exportTree({ kind: "workspace" }, dest(), { quotas: { maxFiles: 4 } });
+  assert.deepEqual([summary.files, summary.directories], [2, 2]);
+  serveWorkspace(fake, tar);
+  const out = dest();
+  await expectCode(runtime.exportTree({ kind: "workspace" }, out, { quotas: { maxFiles: 3 } }), "quota_exceeded", /maxFiles \(4 > 3\): b\/g/);
+  nothingLeft(out);
+});
+
+test("import: directories, given or made as parents, count against maxFiles; a directory given again does not", T, async (t) => {
+  const { runtime } = await fakeSandbox(t);
+  const dirs = Array.from({ length: 200 }, (_, i) => ({ kind: "directory", path: `d${i}` }));
+  const error = await expectCode(runtime.importTree(dirs, { quotas: { maxFiles: 100 } }), "quota_exceeded", /maxFiles \(101 > 100\): d100/);
+  assert.deepEqual([error.details.files, error.details.directories], [0, 100]);
+  // a/b/c/f: three parents and the file are four entries.
+  const deep = [{ kind: "file", path: "a/b/c/f", bytes: new Uint8Array(1) }];
+  const e2 = await expectCode(runtime.importTree(deep, { quotas: { maxFiles: 3 } }), "quota_exceeded", /maxFiles \(4 > 3\): a\/b\/c\/f/);
+  assert.deepEqual([e2.details.files, e2.details.directories], [0, 3]);
+  // "a" made as a parent, then given: one entry, so two entries fit in 2.
+  const again = [{ kind: "file", path: "a/f", bytes: new Uint8Array(1) }, { kind: "directory", path: "a", mode: 0o700 }, { kind: "file", path: "x", bytes: new Uint8Array(1) }];
+  const e3 = await expectCode(runtime.importTree(again, { quotas: { maxFiles: 2 } }), "quota_exceeded", /maxFiles \(3 > 2\): x/);
+  assert.deepEqual([e3.details.files, e3.details.directories], [1, 1]);
+});
+
+// ---- what waits on the host stays bounded ------------------------------------------------
+
+test("a flood of long-named directories is flow-controlled: the engine is held back by a slow consumer", { timeout: HANG_MS }, async (t) => {
+  const { fake, runtime } = await fakeSandbox(t);
+  const COUNT = 12000;
+  const name = (i) => `workspace/${String(i).padStart(6, "0")}-${"x".repeat(3000)}`;
+  let sent = 0;
+  let sentEntries = 0;
+  fake.route("GET", "/containers/:name/archive", async (req, res) => {
+    await res.write(head(200, { "X-Docker-Container-Path-Stat": pathStat({ name: "workspace", mode: GO_MODE_DIR + 0o755 }), "Transfer-Encoding": "chunked" }));
+    await res.write(chunked(dir("workspace"), Infinity, false));
+    for (let i = 0; i < COUNT; i++) {
+      const entry = paxEntry({ path: name(i) }, dir(`workspace/stand-in${i}`));
+      if (!(await res.write(chunked(entry, Infinity, false)))) return;
+      sent += entry.length;
+      sentEntries++;
+    }
+    await res.write(chunked(tarEnd()));
+    res.done();
+  });
+  let consumed = 0;
+  let ahead = 0;
+  const summary = await runtime.exportTree({ kind: "workspace" }, async () => {
+    consumed++;
+    ahead = Math.max(ahead, (sentEntries - consumed) * 3010);
+    if (consumed < 3000) await sleep(1); // slow for the first quarter
+  }, { quotas: { maxFiles: COUNT, maxPathBytes: 4096 } });
+  assert.equal(summary.directories, COUNT);
+  t.diagnostic(`the engine was at most ${(ahead / 1048576).toFixed(1)} MiB of paths ahead of the consumer (${(sent / 1048576).toFixed(0)} MiB in all)`);
+  assert.ok(ahead < 24 * 1024 * 1024, `the engine got ${(ahead / 1048576).toFixed(1)} MiB of paths ahead of a slow consumer`);
+});
+
+// ---- modes on the host ---------------------------------------------------------------------
+
+const modeOf = (p) => statSync(p).mode & 0o7777;
+
+test("host modes are the sandbox's bits less the umask, never setuid, setgid or sticky", T, async (t) => {
+  const { fake, runtime } = await fakeSandbox(t);
+  const old = process.umask(0o022);
+  t.after(() => process.umask(old));
+  serveWorkspace(fake, Buffer.concat([
+    dir("workspace"),
+    dir("workspace/open", 0o777),
+    file("workspace/open/w.txt", "world-writable", { mode: 0o666 }),
+    file("workspace/open/big.bin", Buffer.alloc(300 * 1024, 1), { mode: 0o777 }),
+    file("workspace/suid", "#!/bin/sh\n", { mode: 0o4777 }),
+    dir("workspace/sticky", 0o1777),
+    dir("workspace/sgid", 0o2775),
+    file("workspace/private", "p", { mode: 0o600 }),
+    tarEnd(),
+  ]));
+  const out = dest();
+  await runtime.exportTree({ kind: "workspace" }, out);
+  assert.equal(modeOf(path.join(out, "open")), 0o755);
+  assert.equal(modeOf(path.join(out, "open/w.txt")), 0o644);
+  assert.equal(modeOf(path.join(out, "open/big.bin")), 0o755);
+  assert.equal(modeOf(path.join(out, "suid")), 0o755);
+  assert.equal(modeOf(path.join(out, "sticky")), 0o755);
+  assert.equal(modeOf(path.join(out, "sgid")), 0o755);
+  assert.equal(modeOf(path.join(out, "private")), 0o600);
+  process.umask(0o077);
+  serveWorkspace(fake, Buffer.concat([dir("workspace"), dir("workspace/d", 0o777), file("workspace/d/f", "x", { mode: 0o666 }), tarEnd()]));
+  const out2 = dest();
+  await runtime.exportTree({ kind: "workspace" }, out2);
+  assert.equal(modeOf(path.join(out2, "d")), 0o700);
+  assert.equal(modeOf(path.join(out2, "d/f")), 0o600);
+});
+
+// Run by root, this shows the modes only (root writes through any mode); run as any other
+// user it shows the subtree of a 0o555, 0o500 or 0o000 directory is written in full.
+test("a directory without the owner's rwx still gets its subtree, also when the archive comes back into it", T, async (t) => {
+  const { fake, runtime } = await fakeSandbox(t);
+  const old = process.umask(0o022);
+  t.after(() => process.umask(old));
+  serveWorkspace(fake, Buffer.concat([
+    dir("workspace"),
+    dir("workspace/ro", 0o555),
+    dir("workspace/ro/inner", 0o500),
+    file("workspace/ro/inner/a", "a"),
+    dir("workspace/other"),
+    file("workspace/other/b", "b"),
+    file("workspace/ro/inner/c", "c"), // back into both, after they were closed
+    dir("workspace/none", 0o000),
+    file("workspace/none/d", "d"),
+    tarEnd(),
+  ]));
+  const out = dest();
+  const summary = await runtime.exportTree({ kind: "workspace" }, out);
+  assert.deepEqual([summary.files, summary.directories], [4, 4]);
+  assert.equal(modeOf(path.join(out, "ro")), 0o555);
+  assert.equal(modeOf(path.join(out, "ro/inner")), 0o500);
+  assert.equal(modeOf(path.join(out, "none")), 0o000);
+  chmodSync(path.join(out, "none"), 0o700);
+  assert.equal(readFileSync(path.join(out, "none/d"), "utf8"), "d");
+  assert.equal(readFileSync(path.join(out, "ro/inner/c"), "utf8"), "c");
+  assert.equal(readFileSync(path.join(out, "other/b"), "utf8"), "b");
+  // A failure after a restrictive directory was closed leaves nothing behind.
+  serveWorkspace(fake, Buffer.concat([dir("workspace"), dir("workspace/ro", 0o500), file("workspace/ro/a"), dir("workspace/z"), file("workspace/z/../../evil"), tarEnd()]));
+  const out2 = dest();
+  await expectCode(runtime.exportTree({ kind: "workspace" }, out2), "invalid_path", /leaves the selection/);
+  nothingLeft(out2);
+});
