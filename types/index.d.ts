@@ -360,6 +360,9 @@ export type DockerSandboxExportTreeOptions = {
   readonly quotas?: DockerSandboxTreeQuotas;
   /** Links, devices, fifos, sockets and names that are not UTF-8: refused (default) or skipped. */
   readonly specialFiles?: "refuse" | "skip";
+  /** Nothing from the sandbox for this long, while the consumer is not holding the export
+   * back, fails it with `timeout`. Whole milliseconds, default 60 000. */
+  readonly idleTimeoutMs?: number;
   readonly onProgress?: (progress: DockerSandboxTreeProgress) => void;
   readonly abortSignal?: AbortSignal;
 };

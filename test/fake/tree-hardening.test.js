@@ -22,6 +22,7 @@ import {
   head,
   pathStat,
   sleep,
+  until,
   tarEnd,
   tarEntry,
 } from "../helpers/fake-engine.js";
@@ -225,4 +226,68 @@ test("a directory without the owner's rwx still gets its subtree, also when the 
   const out2 = dest();
   await expectCode(runtime.exportTree({ kind: "workspace" }, out2), "invalid_path", /leaves the selection/);
   nothingLeft(out2);
+});
+
+// ---- the idle deadline ---------------------------------------------------------------------
+
+const wsHead = () => head(200, { "X-Docker-Container-Path-Stat": pathStat({ name: "workspace", mode: GO_MODE_DIR + 0o755 }), "Transfer-Encoding": "chunked" });
+
+/** Rejects if `promise` has not settled within ms (a hang fails the test, not the run). */
+function within(promise, ms, what) {
+  let timer;
+  const late = new Promise((_, reject) => (timer = setTimeout(() => reject(new assert.AssertionError({ message: `${what}: still pending after ${ms} ms` })), ms)));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+test("an archive that stops coming fails the export after idleTimeoutMs, and the request is ended", { timeout: 60_000 }, async (t) => {
+  const { fake, runtime } = await fakeSandbox(t);
+  let reply;
+  fake.route("GET", "/containers/:name/archive", async (req, res) => {
+    reply = res;
+    await res.write(wsHead());
+    await res.write(chunked(Buffer.concat([dir("workspace"), dir("workspace/a"), file("workspace/a/f", "some")]), Infinity, false));
+    // ... and nothing more, never.
+  });
+  for (const destination of [dest(), async (e) => { if (e.bytes) for await (const c of e.bytes) void c; }]) {
+    const started = Date.now();
+    const error = await within(
+      expectCode(runtime.exportTree({ kind: "workspace" }, destination, { idleTimeoutMs: 300 }), "timeout", /nothing came from the sandbox for 300 ms \(idleTimeoutMs/),
+      30_000,
+      "the stalled export",
+    );
+    assert.ok(Date.now() - started >= 290, `failed after ${Date.now() - started} ms`);
+    assert.deepEqual([error.details.files, error.details.directories], [1, 1]);
+    if (typeof destination === "string") nothingLeft(destination);
+    // The engine's connection is closed (what releases its container lock).
+    await within(until(() => reply.destroyed || reply.socket.readableEnded), 10_000, "the connection's end");
+  }
+});
+
+test("an export held back by a slow consumer is not idle: a pause longer than idleTimeoutMs is fine", T, async (t) => {
+  const { fake, runtime } = await fakeSandbox(t);
+  const SIZE = 24 * 1024 * 1024;
+  fake.route("GET", "/containers/:name/archive", async (req, res) => {
+    await res.write(wsHead());
+    await res.write(chunked(Buffer.concat([dir("workspace"), file("workspace/big", "", { size: SIZE, pad: false })]), Infinity, false));
+    const piece = Buffer.alloc(256 * 1024, 7);
+    for (let i = 0; i < SIZE / piece.length; i++) if (!(await res.write(chunked(piece, Infinity, false)))) return;
+    await res.write(chunked(tarEnd()));
+    res.done();
+  });
+  let got = 0;
+  await runtime.exportTree({ kind: "workspace" }, async (entry) => {
+    if (entry.kind !== "file") return;
+    await sleep(1000); // the export is paused all this time
+    for await (const chunk of entry.bytes) {
+      got += chunk.byteLength;
+      if (got === 8 * 1024 * 1024) await sleep(800);
+    }
+  }, { idleTimeoutMs: 300, quotas: { maxFileBytes: SIZE } });
+  assert.equal(got, SIZE);
+});
+
+test("idleTimeoutMs is a positive safe integer", T, async (t) => {
+  const { runtime } = await fakeSandbox(t);
+  for (const v of [0, -1, 1.5, "100", Number.MAX_SAFE_INTEGER + 2])
+    await assert.rejects(runtime.exportTree({ kind: "workspace" }, () => {}, { idleTimeoutMs: v }), { name: "RangeError", message: "idleTimeoutMs must be a positive safe integer." });
 });
