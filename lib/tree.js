@@ -1,8 +1,9 @@
 // Tree transfers, the JavaScript side of src/runtime/tree.h: iteration and host files only.
 //
 //  - importTree: entries and their chunks are pulled from the caller's (sync or async)
-//    iterable, or from a walk of a host directory (fs.opendir, lstat, one directory at a
-//    time; links and special files refused, or skipped on request, never followed), and
+//    iterable, or from a walk of a host directory (one directory at a time, each entry
+//    opened beneath its directory and checked against its lstat; links and special files
+//    refused, or skipped on request, never followed), and
 //    handed to the native side one by one; a push that answers "wait" is followed by the
 //    native "drain" event before the next. The native side judges every entry (paths,
 //    quotas, byteLength), builds the archive and moves it.
@@ -15,7 +16,7 @@
 // consumer throwing) stops the other side too: the native operation is cancelled, the
 // caller's iterators are closed with return(), a temporary directory is removed.
 import { constants } from "node:fs";
-import { chmod, lstat, mkdir, mkdtemp, open, opendir, readFile, rename, rm } from "node:fs/promises";
+import { chmod, lstat, mkdir, mkdtemp, open, opendir, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { native, runNative } from "./native.js";
 import { DockerSandboxError } from "./errors.js";
@@ -92,77 +93,214 @@ function totalsOf(source) {
 }
 
 // A host directory, walked one directory at a time. Links and special files are refused
-// (or counted in stats.skipped), never followed; file contents are read with O_NOFOLLOW
-// and must still be the file that was looked at. The entries of a directory are looked at
-// (lstat) LSTAT_BATCH at a time, concurrently.
+// (or counted in stats.skipped), never followed. Every directory and file is opened
+// beneath the directory it was found in, never again by its path from the root: through
+// /proc/self/fd/<the parent's fd>/<name> (openat's lookup: the parent is the inode held
+// open, whatever was renamed or swapped on the way since), with O_NOFOLLOW (a link swapped
+// in fails) and O_NONBLOCK (a fifo swapped in cannot hold a thread), and the opened
+// descriptor must be what lstat saw: same device, inode and type. A directory is held open
+// while it is listed, while its subdirectories wait to be opened through it and while its
+// files wait to be read (a reference each), so at most about one per level of the walk is
+// open; whatever is left when the import ends is closed then. The entries of a directory
+// are looked at (lstat) LSTAT_BATCH at a time, concurrently.
 const LSTAT_BATCH = 64;
+const PROC_FD = "/proc/self/fd";
+const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
-async function* walkHost(root, skip, stats) {
-  const top = await lstat(root);
-  if (top.isSymbolicLink()) throw new DockerSandboxError(`Host path is a symbolic link: ${root}`, "invalid_entry", { path: root });
-  if (!top.isDirectory()) throw new DockerSandboxError(`Host path is not a directory: ${root}`, "invalid_path", { path: root });
-  const pending = [""];
-  while (pending.length > 0) {
-    const rel = pending.pop();
-    const dir = await opendir(rel === "" ? root : path.join(root, rel));
-    const subdirs = [];
-    let batch = [];
-    const lookAt = async function* (names) {
-      const paths = names.map((name) => (rel === "" ? name : `${rel}/${name}`));
-      const stats_ = await Promise.all(paths.map((p) => lstat(path.join(root, p))));
-      for (let i = 0; i < paths.length; i++) {
-        const relPath = paths[i];
-        const st = stats_[i];
-        const abs = path.join(root, relPath);
-        // Sandbox paths take "\\" for "/" (writeFile's rules): such a name has no faithful copy.
-        if (names[i].includes("\\")) {
-          if (skip) {
-            stats.skipped++;
-            continue;
-          }
-          throw new DockerSandboxError(`Host name holds a backslash, a path separator in the sandbox: ${abs}`, "invalid_path", { path: relPath });
-        }
-        if (st.isDirectory()) {
-          subdirs.push(relPath);
-          yield { kind: "directory", path: relPath, mode: st.mode & 0o777 };
-        } else if (st.isFile()) {
-          yield hostFile(abs, relPath, st);
-        } else if (skip) {
-          stats.skipped++;
-        } else {
-          const what = st.isSymbolicLink() ? "a symbolic link" : "not a regular file or directory";
-          throw new DockerSandboxError(`Host path is ${what}: ${abs}`, "invalid_entry", { path: relPath });
-        }
-      }
-    };
-    for await (const dirent of dir) {
-      batch.push(dirent.name);
-      if (batch.length === LSTAT_BATCH) {
-        yield* lookAt(batch);
-        batch = [];
-      }
-    }
-    yield* lookAt(batch);
-    for (let i = subdirs.length - 1; i >= 0; i--) pending.push(subdirs[i]);
+class HostDir {
+  constructor(fh, handles) {
+    this.fh = fh;
+    this.handles = handles;
+    this.refs = 1;
+    this.closed = false;
+    handles.add(this);
+  }
+  at(name) {
+    return `${PROC_FD}/${this.fh.fd}/${name}`;
+  }
+  ref() {
+    this.refs++;
+    return this;
+  }
+  unref() {
+    if (--this.refs === 0) this.close();
+  }
+  close() {
+    if (this.closed) return;
+    this.closed = true;
+    this.handles.delete(this);
+    this.fh.close().catch(() => undefined);
   }
 }
 
-// A host file entry. A small one can be read ahead (prefetch), while earlier entries are
-// still being sent; a larger one is read as it is sent.
-function hostFile(abs, relPath, st) {
+function changed(abs, relPath, isDirectory) {
+  return new DockerSandboxError(`Host ${isDirectory ? "directory" : "file"} changed while it was read: ${abs}`, "invalid_entry", { path: relPath });
+}
+
+// Opens `name` in `dir`, checked against what lstat said of it (st).
+async function openBeneath(dir, name, st, abs, relPath) {
+  const isDirectory = st.isDirectory();
+  if (dir.closed) throw changed(abs, relPath, isDirectory);
+  let fh;
+  try {
+    fh = await open(dir.at(name), isDirectory ? DIR_FLAGS : FILE_FLAGS);
+  } catch (error) {
+    // A link (ELOOP) or a non-directory (ENOTDIR) where lstat saw something else.
+    if (error?.code === "ELOOP" || error?.code === "ENOTDIR") throw changed(abs, relPath, isDirectory);
+    throw error;
+  }
+  try {
+    const now = await fh.stat();
+    if ((isDirectory ? !now.isDirectory() : !now.isFile()) || now.ino !== st.ino || now.dev !== st.dev)
+      throw changed(abs, relPath, isDirectory);
+  } catch (error) {
+    await fh.close().catch(() => undefined);
+    throw error;
+  }
+  return fh;
+}
+
+async function openRoot(root, handles) {
+  const top = await lstat(root);
+  if (top.isSymbolicLink()) throw new DockerSandboxError(`Host path is a symbolic link: ${root}`, "invalid_entry", { path: root });
+  if (!top.isDirectory()) throw new DockerSandboxError(`Host path is not a directory: ${root}`, "invalid_path", { path: root });
+  let fh;
+  try {
+    fh = await open(root, DIR_FLAGS);
+  } catch (error) {
+    if (error?.code === "ELOOP" || error?.code === "ENOTDIR") throw changed(root, "", true);
+    throw error;
+  }
+  const dir = new HostDir(fh, handles);
+  const now = await fh.stat();
+  if (!now.isDirectory() || now.ino !== top.ino || now.dev !== top.dev) {
+    dir.close();
+    throw changed(root, "", true);
+  }
+  const viaProc = await lstat(`${PROC_FD}/${fh.fd}/.`).catch(() => undefined);
+  if (viaProc === undefined || viaProc.ino !== top.ino || viaProc.dev !== top.dev) {
+    dir.close();
+    throw new DockerSandboxError(
+      `importTree from a host directory opens each entry beneath its directory through ${PROC_FD}, which is not usable here (is /proc mounted?): ${root}`,
+      "invalid_state",
+      { path: root },
+    );
+  }
+  return dir;
+}
+
+async function* walkHost(root, skip, stats, handles) {
+  // [directory (opened, its reference), relative path] or [parent (a reference), name, lstat, relative path]
+  const pending = [[await openRoot(root, handles), ""]];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    let dir;
+    let rel;
+    if (item.length === 2) {
+      [dir, rel] = item;
+    } else {
+      const [parent, name, st, relPath] = item;
+      rel = relPath;
+      try {
+        dir = new HostDir(await openBeneath(parent, name, st, path.join(root, relPath), relPath), handles);
+      } finally {
+        parent.unref();
+      }
+    }
+    try {
+      const listing = await opendir(`${PROC_FD}/${dir.fh.fd}`);
+      const subdirs = [];
+      let batch = [];
+      const lookAt = async function* (names) {
+        const stats_ = await Promise.all(names.map((name) => lstat(dir.at(name))));
+        for (let i = 0; i < names.length; i++) {
+          const relPath = rel === "" ? names[i] : `${rel}/${names[i]}`;
+          const st = stats_[i];
+          const abs = path.join(root, relPath);
+          // Sandbox paths take "\\" for "/" (writeFile's rules): such a name has no faithful copy.
+          if (names[i].includes("\\")) {
+            if (skip) {
+              stats.skipped++;
+              continue;
+            }
+            throw new DockerSandboxError(`Host name holds a backslash, a path separator in the sandbox: ${abs}`, "invalid_path", { path: relPath });
+          }
+          if (st.isDirectory()) {
+            subdirs.push([dir.ref(), names[i], st, relPath]);
+            yield { kind: "directory", path: relPath, mode: st.mode & 0o777 };
+          } else if (st.isFile()) {
+            yield hostFile(dir.ref(), names[i], abs, relPath, st);
+          } else if (skip) {
+            stats.skipped++;
+          } else {
+            const what = st.isSymbolicLink() ? "a symbolic link" : "not a regular file or directory";
+            throw new DockerSandboxError(`Host path is ${what}: ${abs}`, "invalid_entry", { path: relPath });
+          }
+        }
+      };
+      // A walk stopped midway leaves references behind: runImport closes what is open.
+      for await (const dirent of listing) {
+        batch.push(dirent.name);
+        if (batch.length === LSTAT_BATCH) {
+          yield* lookAt(batch);
+          batch = [];
+        }
+      }
+      yield* lookAt(batch);
+      for (let i = subdirs.length - 1; i >= 0; i--) pending.push(subdirs[i]);
+    } finally {
+      dir.unref();
+    }
+  }
+}
+
+// A host file entry, holding a reference on its directory until the file is opened. A
+// small one can be read ahead (prefetch), while earlier entries are still being sent; a
+// larger one is read as it is sent.
+function hostFile(dir, name, abs, relPath, st) {
   let early;
+  let released = false;
+  const opened = async () => {
+    try {
+      return await openBeneath(dir, name, st, abs, relPath);
+    } finally {
+      if (!released) {
+        released = true;
+        dir.unref();
+      }
+    }
+  };
   return {
     kind: "file",
     path: relPath,
     mode: st.mode & 0o777,
     byteLength: st.size,
     prefetch: st.size <= SMALL_FILE ? () => {
-      early ??= readFile(abs, { flag: constants.O_RDONLY | constants.O_NOFOLLOW });
+      early ??= readSmallFile(opened, st.size);
       early.catch(() => undefined); // reported when the entry is sent
       return st.size;
     } : undefined,
-    open: () => (early !== undefined ? (async function* () { yield await early; })() : readHostFile(abs, st)),
+    open: () => (early !== undefined ? (async function* () { yield await early; })() : readHostFile(opened)),
   };
+}
+
+// At most size + 1 bytes: one more than lstat said is enough for the native side to refuse
+// the entry (its byteLength), and a file growing meanwhile is not read to its end.
+async function readSmallFile(opened, size) {
+  const fh = await opened();
+  try {
+    const buffer = Buffer.allocUnsafe(size + 1);
+    let got = 0;
+    while (got < buffer.length) {
+      const { bytesRead } = await fh.read(buffer, got, buffer.length - got, null);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    return buffer.subarray(0, got);
+  } finally {
+    await fh.close();
+  }
 }
 
 // Pulls up to READ_AHEAD entries (and READ_AHEAD_BYTES of small files' contents) ahead of
@@ -198,12 +336,9 @@ async function* readAhead(source) {
   }
 }
 
-async function* readHostFile(abs, st) {
-  const fh = await open(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
+async function* readHostFile(opened) {
+  const fh = await opened();
   try {
-    const now = await fh.stat();
-    if (!now.isFile() || now.ino !== st.ino || now.dev !== st.dev)
-      throw new DockerSandboxError(`Host file changed while it was read: ${abs}`, "invalid_entry", { path: abs });
     const buffer = Buffer.allocUnsafe(READ_CHUNK);
     for (;;) {
       const { bytesRead } = await fh.read(buffer, 0, buffer.length, null);
@@ -227,7 +362,8 @@ export function prepareImport(sandbox, source, options) {
 
 export async function runImport({ token, channel }, source, options, signal) {
   const stats = { skipped: 0 };
-  const entries = typeof source === "string" ? readAhead(walkHost(source, options.specialFiles === "skip", stats)) : source;
+  const handles = new Set(); // the host directories a walk holds open
+  const entries = typeof source === "string" ? readAhead(walkHost(source, options.specialFiles === "skip", stats, handles)) : source;
   const totals = totalsOf(source);
   const onProgress = options.onProgress;
   let wake;
@@ -305,6 +441,8 @@ export async function runImport({ token, channel }, source, options, signal) {
   } finally {
     closeIterator(chunks);
     closeIterator(iterator);
+    // Entries read ahead and never sent still hold their directories.
+    for (const dir of [...handles]) dir.close();
   }
 }
 

@@ -8,9 +8,13 @@
 //    setgid or sticky; a directory without the owner's rwx still gets its whole subtree.
 //  - An export whose archive stops coming fails after its idle deadline (idleTimeoutMs),
 //    while a slow consumer (the export paused by the host) never counts as idle.
+//  - importTree from a host directory opens each entry beneath its directory and checks it
+//    is what lstat saw: a directory swapped for a link, a file replaced by another of the
+//    same size, a fifo swapped in (which would hold a thread in open()) are refused.
 import test from "node:test";
 import assert from "node:assert/strict";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { chmodSync, closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import {
@@ -20,6 +24,7 @@ import {
   expectCode,
   fakeSandbox,
   head,
+  parseTar,
   pathStat,
   sleep,
   until,
@@ -290,4 +295,104 @@ test("idleTimeoutMs is a positive safe integer", T, async (t) => {
   const { runtime } = await fakeSandbox(t);
   for (const v of [0, -1, 1.5, "100", Number.MAX_SAFE_INTEGER + 2])
     await assert.rejects(runtime.exportTree({ kind: "workspace" }, () => {}, { idleTimeoutMs: v }), { name: "RangeError", message: "idleTimeoutMs must be a positive safe integer." });
+});
+
+// ---- importTree from a host directory: every entry opened beneath its directory ------------
+
+function captureUploads(fake) {
+  const bodies = [];
+  fake.route("PUT", "/containers/:name/archive", (req, res) => {
+    bodies.push(req.body);
+    res.empty(200);
+  });
+  return bodies;
+}
+
+const hostTree = () => mkdtempSync(path.join(work, "src-"));
+
+test("control: a host directory imports as one archive, with its modes; links refused or skipped", T, async (t) => {
+  const { fake, runtime } = await fakeSandbox(t);
+  const uploads = captureUploads(fake);
+  const src = hostTree();
+  mkdirSync(path.join(src, "a/b"), { recursive: true });
+  writeFileSync(path.join(src, "top.txt"), "top");
+  writeFileSync(path.join(src, "a/b/big.bin"), Buffer.alloc(600 * 1024, 3));
+  writeFileSync(path.join(src, "a/small.sh"), "#!/bin/sh\n", { mode: 0o755 });
+  const summary = await runtime.importTree(src, { path: "proj" });
+  assert.deepEqual([summary.files, summary.directories], [3, 2]);
+  const entries = parseTar(uploads[0]);
+  const stage = entries[0].name;
+  const got = Object.fromEntries(entries.slice(1).map((e) => [e.name.slice(stage.length), [e.mode, e.content.length]]));
+  assert.deepEqual(got, { "top.txt": [0o644, 3], "a/": [0o755, 0], "a/small.sh": [0o755, 10], "a/b/": [0o755, 0], "a/b/big.bin": [0o644, 600 * 1024] });
+  symlinkSync("/etc", path.join(src, "a/link"));
+  await expectCode(runtime.importTree(src, { path: "proj2" }), "invalid_entry", /Host path is a symbolic link: .*a\/link/);
+  assert.equal((await runtime.importTree(src, { path: "proj3", specialFiles: "skip" })).skipped, 1);
+});
+
+/** Runs `swap` at the first progress report: entries were looked at (lstat), most not opened yet. */
+const onFirstProgress = (swap) => {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    swap();
+  };
+};
+
+test("a directory swapped for a link after it was looked at is refused, never followed", T, async (t) => {
+  const { fake, runtime } = await fakeSandbox(t);
+  const uploads = captureUploads(fake);
+  const src = hostTree();
+  const outside = hostTree();
+  writeFileSync(path.join(outside, "secret.txt"), "SECRET outside the import");
+  // 40 files first in the walk: the root's subdirectory is opened only once they are read ahead.
+  for (let i = 0; i < 40; i++) writeFileSync(path.join(src, `f${i}`), "x");
+  mkdirSync(path.join(src, "z"));
+  writeFileSync(path.join(src, "z/inside.txt"), "inside");
+  const swap = onFirstProgress(() => {
+    renameSync(path.join(src, "z"), path.join(outside, "z-moved"));
+    symlinkSync(outside, path.join(src, "z"));
+  });
+  await within(expectCode(runtime.importTree(src, { onProgress: swap }), "invalid_entry", /Host directory changed while it was read: .*\/z$/), 30_000, "the import");
+  for (const body of uploads) assert.ok(!body.includes("SECRET"), "nothing from outside the import was sent");
+});
+
+test("small files replaced after they were looked at are refused (the prefetch checks the inode)", T, async (t) => {
+  const { fake, runtime } = await fakeSandbox(t);
+  const uploads = captureUploads(fake);
+  const src = hostTree();
+  for (let i = 0; i < 100; i++) writeFileSync(path.join(src, `f${String(i).padStart(3, "0")}`), "original!!");
+  writeFileSync(path.join(work, "secret"), "SECRET!!!!");
+  const swap = onFirstProgress(() => {
+    for (let i = 0; i < 100; i++) {
+      const tmp = path.join(src, `.new${i}`);
+      writeFileSync(tmp, "SECRET!!!!"); // the same size: byteLength cannot tell
+      renameSync(tmp, path.join(src, `f${String(i).padStart(3, "0")}`));
+    }
+  });
+  await within(expectCode(runtime.importTree(src, { onProgress: swap }), "invalid_entry", /Host file changed while it was read/), 30_000, "the import");
+  for (const body of uploads) assert.ok(!body.includes("SECRET"), "no replaced content was sent");
+});
+
+test("a fifo swapped in for a file holds no thread: refused at once", T, async (t) => {
+  const { fake, runtime } = await fakeSandbox(t);
+  captureUploads(fake);
+  const src = hostTree();
+  const names = Array.from({ length: 100 }, (_, i) => path.join(src, `f${String(i).padStart(3, "0")}`));
+  for (const f of names) writeFileSync(f, "0123456789");
+  // Whatever happens, a reader blocked in open() on one of them is let go (or the run would hang).
+  t.after(() => {
+    for (const f of names) {
+      try {
+        closeSync(openSync(f, constants.O_WRONLY | constants.O_NONBLOCK));
+      } catch {}
+    }
+  });
+  const swap = onFirstProgress(() => {
+    for (const f of names) {
+      rmSync(f);
+      execFileSync("mkfifo", [f]);
+    }
+  });
+  await within(expectCode(runtime.importTree(src, { onProgress: swap }), "invalid_entry", /Host file changed while it was read/), 30_000, "the import");
 });
