@@ -14,7 +14,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { chmodSync, closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import {
@@ -310,6 +310,18 @@ function captureUploads(fake) {
 
 const hostTree = () => mkdtempSync(path.join(work, "src-"));
 
+/** The descriptors of this process open on something under dir. */
+function openUnder(dir) {
+  const out = [];
+  for (const fd of readdirSync("/proc/self/fd")) {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      if (target === dir || target.startsWith(`${dir}/`)) out.push(target);
+    } catch {}
+  }
+  return out;
+}
+
 test("control: a host directory imports as one archive, with its modes; links refused or skipped", T, async (t) => {
   const { fake, runtime } = await fakeSandbox(t);
   const uploads = captureUploads(fake);
@@ -324,9 +336,12 @@ test("control: a host directory imports as one archive, with its modes; links re
   const stage = entries[0].name;
   const got = Object.fromEntries(entries.slice(1).map((e) => [e.name.slice(stage.length), [e.mode, e.content.length]]));
   assert.deepEqual(got, { "top.txt": [0o644, 3], "a/": [0o755, 0], "a/small.sh": [0o755, 10], "a/b/": [0o755, 0], "a/b/big.bin": [0o644, 600 * 1024] });
+  assert.deepEqual(openUnder(src), [], "every directory and file the walk opened is closed");
   symlinkSync("/etc", path.join(src, "a/link"));
   await expectCode(runtime.importTree(src, { path: "proj2" }), "invalid_entry", /Host path is a symbolic link: .*a\/link/);
+  await until(() => openUnder(src).length === 0); // a walk that failed closes what it held too (a prefetch may finish first)
   assert.equal((await runtime.importTree(src, { path: "proj3", specialFiles: "skip" })).skipped, 1);
+  assert.deepEqual(openUnder(src), []);
 });
 
 /** Runs `swap` at the first progress report: entries were looked at (lstat), most not opened yet. */
@@ -354,6 +369,7 @@ test("a directory swapped for a link after it was looked at is refused, never fo
     symlinkSync(outside, path.join(src, "z"));
   });
   await within(expectCode(runtime.importTree(src, { onProgress: swap }), "invalid_entry", /Host directory changed while it was read: .*\/z$/), 30_000, "the import");
+  await until(() => openUnder(src).length === 0); // read-ahead entries let their directories go
   for (const body of uploads) assert.ok(!body.includes("SECRET"), "nothing from outside the import was sent");
 });
 
