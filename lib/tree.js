@@ -596,6 +596,7 @@ async function hostDestination(dest) {
       const [dir, mode] = held.pop();
       await chmod(path.join(tmp, dir), mode);
       closedAny = true;
+      if (lastParent !== undefined && inside(lastParent, dir)) lastParent = undefined; // not writable now
     }
   };
   // A directory of the copy `rel` goes into, writable: missing ones are made (0o700, as

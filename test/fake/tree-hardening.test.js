@@ -209,6 +209,8 @@ test("a directory without the owner's rwx still gets its subtree, also when the 
     dir("workspace/ro", 0o555),
     dir("workspace/ro/inner", 0o500),
     file("workspace/ro/inner/a", "a"),
+    file("workspace/top", "t"), // leaves both at the root
+    file("workspace/ro/inner/a2", "a2"), // and comes straight back into them
     dir("workspace/other"),
     file("workspace/other/b", "b"),
     file("workspace/ro/inner/c", "c"), // back into both, after they were closed
@@ -218,19 +220,36 @@ test("a directory without the owner's rwx still gets its subtree, also when the 
   ]));
   const out = dest();
   const summary = await runtime.exportTree({ kind: "workspace" }, out);
-  assert.deepEqual([summary.files, summary.directories], [4, 4]);
+  assert.deepEqual([summary.files, summary.directories], [6, 4]);
   assert.equal(modeOf(path.join(out, "ro")), 0o555);
   assert.equal(modeOf(path.join(out, "ro/inner")), 0o500);
   assert.equal(modeOf(path.join(out, "none")), 0o000);
   chmodSync(path.join(out, "none"), 0o700);
   assert.equal(readFileSync(path.join(out, "none/d"), "utf8"), "d");
   assert.equal(readFileSync(path.join(out, "ro/inner/c"), "utf8"), "c");
+  assert.equal(readFileSync(path.join(out, "ro/inner/a2"), "utf8"), "a2");
   assert.equal(readFileSync(path.join(out, "other/b"), "utf8"), "b");
   // A failure after a restrictive directory was closed leaves nothing behind.
   serveWorkspace(fake, Buffer.concat([dir("workspace"), dir("workspace/ro", 0o500), file("workspace/ro/a"), dir("workspace/z"), file("workspace/z/../../evil"), tarEnd()]));
   const out2 = dest();
   await expectCode(runtime.exportTree({ kind: "workspace" }, out2), "invalid_path", /leaves the selection/);
   nothingLeft(out2);
+});
+
+// Root writes through any mode: run by root, the test above is run again as nobody, where a
+// directory without the owner's rwx does stop writes (when setpriv is there to switch).
+const asNobody = process.getuid?.() === 0 && !process.env.ANVIA_TREE_TEST_AS_NOBODY && existsSync("/usr/bin/setpriv");
+test("the same as a user who is not root", { ...T, skip: asNobody ? false : "not run by root, or no setpriv" }, () => {
+  const me = new URL(import.meta.url).pathname;
+  const { NODE_TEST_CONTEXT, ...env } = process.env; // the child reports in plain text, not to this runner
+  void NODE_TEST_CONTEXT;
+  const out = execFileSync(
+    "/usr/bin/setpriv",
+    ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, "--test", "--test-name-pattern=without the owner's rwx", me],
+    { env: { ...env, ANVIA_TREE_TEST_AS_NOBODY: "1", TMPDIR: "/tmp" }, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] },
+  );
+  assert.match(out, /^# pass 1$/m, out);
+  assert.match(out, /^# fail 0$/m, out);
 });
 
 // ---- the idle deadline ---------------------------------------------------------------------
