@@ -1,8 +1,9 @@
 // Tree transfers, the JavaScript side of src/runtime/tree.h: iteration and host files only.
 //
 //  - importTree: entries and their chunks are pulled from the caller's (sync or async)
-//    iterable, or from a walk of a host directory (fs.opendir, lstat, one directory at a
-//    time; links and special files refused, or skipped on request, never followed), and
+//    iterable, or from a walk of a host directory (one directory at a time, each entry
+//    opened beneath its directory and checked against its lstat; links and special files
+//    refused, or skipped on request, never followed), and
 //    handed to the native side one by one; a push that answers "wait" is followed by the
 //    native "drain" event before the next. The native side judges every entry (paths,
 //    quotas, byteLength), builds the archive and moves it.
@@ -15,7 +16,7 @@
 // consumer throwing) stops the other side too: the native operation is cancelled, the
 // caller's iterators are closed with return(), a temporary directory is removed.
 import { constants } from "node:fs";
-import { chmod, lstat, mkdir, mkdtemp, open, opendir, readFile, rename, rm } from "node:fs/promises";
+import { chmod, lstat, mkdir, mkdtemp, open, opendir, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { native, runNative } from "./native.js";
 import { DockerSandboxError } from "./errors.js";
@@ -27,6 +28,7 @@ const PAUSE = 1;
 const RESUME = 0;
 const STREAM_HIGH = 4 * 1024 * 1024;
 const STREAM_LOW = 1024 * 1024;
+const ENTRY_COST = 64;
 const READ_CHUNK = 256 * 1024;
 const SMALL_FILE = 256 * 1024;
 const MAX_CHUNK = 1024 * 1024;
@@ -91,77 +93,214 @@ function totalsOf(source) {
 }
 
 // A host directory, walked one directory at a time. Links and special files are refused
-// (or counted in stats.skipped), never followed; file contents are read with O_NOFOLLOW
-// and must still be the file that was looked at. The entries of a directory are looked at
-// (lstat) LSTAT_BATCH at a time, concurrently.
+// (or counted in stats.skipped), never followed. Every directory and file is opened
+// beneath the directory it was found in, never again by its path from the root: through
+// /proc/self/fd/<the parent's fd>/<name> (openat's lookup: the parent is the inode held
+// open, whatever was renamed or swapped on the way since), with O_NOFOLLOW (a link swapped
+// in fails) and O_NONBLOCK (a fifo swapped in cannot hold a thread), and the opened
+// descriptor must be what lstat saw: same device, inode and type. A directory is held open
+// while it is listed, while its subdirectories wait to be opened through it and while its
+// files wait to be read (a reference each), so at most about one per level of the walk is
+// open; whatever is left when the import ends is closed then. The entries of a directory
+// are looked at (lstat) LSTAT_BATCH at a time, concurrently.
 const LSTAT_BATCH = 64;
+const PROC_FD = "/proc/self/fd";
+const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
-async function* walkHost(root, skip, stats) {
-  const top = await lstat(root);
-  if (top.isSymbolicLink()) throw new DockerSandboxError(`Host path is a symbolic link: ${root}`, "invalid_entry", { path: root });
-  if (!top.isDirectory()) throw new DockerSandboxError(`Host path is not a directory: ${root}`, "invalid_path", { path: root });
-  const pending = [""];
-  while (pending.length > 0) {
-    const rel = pending.pop();
-    const dir = await opendir(rel === "" ? root : path.join(root, rel));
-    const subdirs = [];
-    let batch = [];
-    const lookAt = async function* (names) {
-      const paths = names.map((name) => (rel === "" ? name : `${rel}/${name}`));
-      const stats_ = await Promise.all(paths.map((p) => lstat(path.join(root, p))));
-      for (let i = 0; i < paths.length; i++) {
-        const relPath = paths[i];
-        const st = stats_[i];
-        const abs = path.join(root, relPath);
-        // Sandbox paths take "\\" for "/" (writeFile's rules): such a name has no faithful copy.
-        if (names[i].includes("\\")) {
-          if (skip) {
-            stats.skipped++;
-            continue;
-          }
-          throw new DockerSandboxError(`Host name holds a backslash, a path separator in the sandbox: ${abs}`, "invalid_path", { path: relPath });
-        }
-        if (st.isDirectory()) {
-          subdirs.push(relPath);
-          yield { kind: "directory", path: relPath, mode: st.mode & 0o777 };
-        } else if (st.isFile()) {
-          yield hostFile(abs, relPath, st);
-        } else if (skip) {
-          stats.skipped++;
-        } else {
-          const what = st.isSymbolicLink() ? "a symbolic link" : "not a regular file or directory";
-          throw new DockerSandboxError(`Host path is ${what}: ${abs}`, "invalid_entry", { path: relPath });
-        }
-      }
-    };
-    for await (const dirent of dir) {
-      batch.push(dirent.name);
-      if (batch.length === LSTAT_BATCH) {
-        yield* lookAt(batch);
-        batch = [];
-      }
-    }
-    yield* lookAt(batch);
-    for (let i = subdirs.length - 1; i >= 0; i--) pending.push(subdirs[i]);
+class HostDir {
+  constructor(fh, handles) {
+    this.fh = fh;
+    this.handles = handles;
+    this.refs = 1;
+    this.closed = false;
+    handles.add(this);
+  }
+  at(name) {
+    return `${PROC_FD}/${this.fh.fd}/${name}`;
+  }
+  ref() {
+    this.refs++;
+    return this;
+  }
+  unref() {
+    if (--this.refs === 0) this.close();
+  }
+  close() {
+    if (this.closed) return;
+    this.closed = true;
+    this.handles.delete(this);
+    this.fh.close().catch(() => undefined);
   }
 }
 
-// A host file entry. A small one can be read ahead (prefetch), while earlier entries are
-// still being sent; a larger one is read as it is sent.
-function hostFile(abs, relPath, st) {
+function changed(abs, relPath, isDirectory) {
+  return new DockerSandboxError(`Host ${isDirectory ? "directory" : "file"} changed while it was read: ${abs}`, "invalid_entry", { path: relPath });
+}
+
+// Opens `name` in `dir`, checked against what lstat said of it (st).
+async function openBeneath(dir, name, st, abs, relPath) {
+  const isDirectory = st.isDirectory();
+  if (dir.closed) throw changed(abs, relPath, isDirectory);
+  let fh;
+  try {
+    fh = await open(dir.at(name), isDirectory ? DIR_FLAGS : FILE_FLAGS);
+  } catch (error) {
+    // A link (ELOOP) or a non-directory (ENOTDIR) where lstat saw something else.
+    if (error?.code === "ELOOP" || error?.code === "ENOTDIR") throw changed(abs, relPath, isDirectory);
+    throw error;
+  }
+  try {
+    const now = await fh.stat();
+    if ((isDirectory ? !now.isDirectory() : !now.isFile()) || now.ino !== st.ino || now.dev !== st.dev)
+      throw changed(abs, relPath, isDirectory);
+  } catch (error) {
+    await fh.close().catch(() => undefined);
+    throw error;
+  }
+  return fh;
+}
+
+async function openRoot(root, handles) {
+  const top = await lstat(root);
+  if (top.isSymbolicLink()) throw new DockerSandboxError(`Host path is a symbolic link: ${root}`, "invalid_entry", { path: root });
+  if (!top.isDirectory()) throw new DockerSandboxError(`Host path is not a directory: ${root}`, "invalid_path", { path: root });
+  let fh;
+  try {
+    fh = await open(root, DIR_FLAGS);
+  } catch (error) {
+    if (error?.code === "ELOOP" || error?.code === "ENOTDIR") throw changed(root, "", true);
+    throw error;
+  }
+  const dir = new HostDir(fh, handles);
+  const now = await fh.stat();
+  if (!now.isDirectory() || now.ino !== top.ino || now.dev !== top.dev) {
+    dir.close();
+    throw changed(root, "", true);
+  }
+  const viaProc = await lstat(`${PROC_FD}/${fh.fd}/.`).catch(() => undefined);
+  if (viaProc === undefined || viaProc.ino !== top.ino || viaProc.dev !== top.dev) {
+    dir.close();
+    throw new DockerSandboxError(
+      `importTree from a host directory opens each entry beneath its directory through ${PROC_FD}, which is not usable here (is /proc mounted?): ${root}`,
+      "invalid_state",
+      { path: root },
+    );
+  }
+  return dir;
+}
+
+async function* walkHost(root, skip, stats, handles) {
+  // [directory (opened, its reference), relative path] or [parent (a reference), name, lstat, relative path]
+  const pending = [[await openRoot(root, handles), ""]];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    let dir;
+    let rel;
+    if (item.length === 2) {
+      [dir, rel] = item;
+    } else {
+      const [parent, name, st, relPath] = item;
+      rel = relPath;
+      try {
+        dir = new HostDir(await openBeneath(parent, name, st, path.join(root, relPath), relPath), handles);
+      } finally {
+        parent.unref();
+      }
+    }
+    try {
+      const listing = await opendir(`${PROC_FD}/${dir.fh.fd}`);
+      const subdirs = [];
+      let batch = [];
+      const lookAt = async function* (names) {
+        const stats_ = await Promise.all(names.map((name) => lstat(dir.at(name))));
+        for (let i = 0; i < names.length; i++) {
+          const relPath = rel === "" ? names[i] : `${rel}/${names[i]}`;
+          const st = stats_[i];
+          const abs = path.join(root, relPath);
+          // Sandbox paths take "\\" for "/" (writeFile's rules): such a name has no faithful copy.
+          if (names[i].includes("\\")) {
+            if (skip) {
+              stats.skipped++;
+              continue;
+            }
+            throw new DockerSandboxError(`Host name holds a backslash, a path separator in the sandbox: ${abs}`, "invalid_path", { path: relPath });
+          }
+          if (st.isDirectory()) {
+            subdirs.push([dir.ref(), names[i], st, relPath]);
+            yield { kind: "directory", path: relPath, mode: st.mode & 0o777 };
+          } else if (st.isFile()) {
+            yield hostFile(dir.ref(), names[i], abs, relPath, st);
+          } else if (skip) {
+            stats.skipped++;
+          } else {
+            const what = st.isSymbolicLink() ? "a symbolic link" : "not a regular file or directory";
+            throw new DockerSandboxError(`Host path is ${what}: ${abs}`, "invalid_entry", { path: relPath });
+          }
+        }
+      };
+      // A walk stopped midway leaves references behind: runImport closes what is open.
+      for await (const dirent of listing) {
+        batch.push(dirent.name);
+        if (batch.length === LSTAT_BATCH) {
+          yield* lookAt(batch);
+          batch = [];
+        }
+      }
+      yield* lookAt(batch);
+      for (let i = subdirs.length - 1; i >= 0; i--) pending.push(subdirs[i]);
+    } finally {
+      dir.unref();
+    }
+  }
+}
+
+// A host file entry, holding a reference on its directory until the file is opened. A
+// small one can be read ahead (prefetch), while earlier entries are still being sent; a
+// larger one is read as it is sent.
+function hostFile(dir, name, abs, relPath, st) {
   let early;
+  let released = false;
+  const opened = async () => {
+    try {
+      return await openBeneath(dir, name, st, abs, relPath);
+    } finally {
+      if (!released) {
+        released = true;
+        dir.unref();
+      }
+    }
+  };
   return {
     kind: "file",
     path: relPath,
     mode: st.mode & 0o777,
     byteLength: st.size,
     prefetch: st.size <= SMALL_FILE ? () => {
-      early ??= readFile(abs, { flag: constants.O_RDONLY | constants.O_NOFOLLOW });
+      early ??= readSmallFile(opened, st.size);
       early.catch(() => undefined); // reported when the entry is sent
       return st.size;
     } : undefined,
-    open: () => (early !== undefined ? (async function* () { yield await early; })() : readHostFile(abs, st)),
+    open: () => (early !== undefined ? (async function* () { yield await early; })() : readHostFile(opened)),
   };
+}
+
+// At most size + 1 bytes: one more than lstat said is enough for the native side to refuse
+// the entry (its byteLength), and a file growing meanwhile is not read to its end.
+async function readSmallFile(opened, size) {
+  const fh = await opened();
+  try {
+    const buffer = Buffer.allocUnsafe(size + 1);
+    let got = 0;
+    while (got < buffer.length) {
+      const { bytesRead } = await fh.read(buffer, got, buffer.length - got, null);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    return buffer.subarray(0, got);
+  } finally {
+    await fh.close();
+  }
 }
 
 // Pulls up to READ_AHEAD entries (and READ_AHEAD_BYTES of small files' contents) ahead of
@@ -197,12 +336,9 @@ async function* readAhead(source) {
   }
 }
 
-async function* readHostFile(abs, st) {
-  const fh = await open(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
+async function* readHostFile(opened) {
+  const fh = await opened();
   try {
-    const now = await fh.stat();
-    if (!now.isFile() || now.ino !== st.ino || now.dev !== st.dev)
-      throw new DockerSandboxError(`Host file changed while it was read: ${abs}`, "invalid_entry", { path: abs });
     const buffer = Buffer.allocUnsafe(READ_CHUNK);
     for (;;) {
       const { bytesRead } = await fh.read(buffer, 0, buffer.length, null);
@@ -226,7 +362,8 @@ export function prepareImport(sandbox, source, options) {
 
 export async function runImport({ token, channel }, source, options, signal) {
   const stats = { skipped: 0 };
-  const entries = typeof source === "string" ? readAhead(walkHost(source, options.specialFiles === "skip", stats)) : source;
+  const handles = new Set(); // the host directories a walk holds open
+  const entries = typeof source === "string" ? readAhead(walkHost(source, options.specialFiles === "skip", stats, handles)) : source;
   const totals = totalsOf(source);
   const onProgress = options.onProgress;
   let wake;
@@ -304,6 +441,8 @@ export async function runImport({ token, channel }, source, options, signal) {
   } finally {
     closeIterator(chunks);
     closeIterator(iterator);
+    // Entries read ahead and never sent still hold their directories.
+    for (const dir of [...handles]) dir.close();
   }
 }
 
@@ -324,14 +463,15 @@ function eventStream(token, signal) {
     wake = undefined;
     w?.();
   };
+  // A file's bytes count, and each entry (its path and ENTRY_COST), as in the native
+  // queue: a flood of directories pauses the transfer as bytes do.
+  const cost = (type, value) => (type === "data" ? value.byteLength : type === "entry" ? ENTRY_COST + value.path.length : 0);
   const onEvent = (type, value) => {
     queue.push([type, value]);
-    if (type === "data") {
-      queued += value.byteLength;
-      if (!paused && queued > STREAM_HIGH) {
-        paused = true;
-        native.control(token, PAUSE);
-      }
+    queued += cost(type, value);
+    if (!paused && queued > STREAM_HIGH) {
+      paused = true;
+      native.control(token, PAUSE);
     }
     poke();
   };
@@ -357,12 +497,10 @@ function eventStream(token, signal) {
         if (failure !== undefined) throw failure;
         const ev = queue.shift();
         if (ev !== undefined) {
-          if (ev[0] === "data") {
-            queued -= ev[1].byteLength;
-            if (paused && queued < STREAM_LOW) {
-              paused = false;
-              native.control(token, RESUME);
-            }
+          queued -= cost(ev[0], ev[1]);
+          if (paused && queued < STREAM_LOW) {
+            paused = false;
+            native.control(token, RESUME);
           }
           return ev;
         }
@@ -412,9 +550,19 @@ function fileBytes(stream) {
   };
 }
 
-// A host directory that must not exist: entries go under a temporary sibling (mode 0700
-// directories while it fills, files opened with O_EXCL | O_NOFOLLOW, so nothing is ever
-// written through a link or over another entry), published by one rename at the end.
+// A host directory that must not exist: entries go under a temporary sibling (files
+// opened with O_EXCL | O_NOFOLLOW, so nothing is ever written through a link or over
+// another entry), published by one rename at the end.
+//
+// Modes are what tar gives a user who is not root: the sandbox's permission bits less the
+// process umask, never setuid, setgid or sticky (the native side keeps only 0o777), so a
+// sandbox cannot make a host file or directory group- or world-writable past the umask.
+// A directory whose mode keeps the owner's rwx is made with its mode at once; one without
+// (0o555, 0o000) would stop its own subtree from being written, so it is made 0o700 and
+// given its mode once the entries leave its subtree (or at publish); an entry that comes
+// back into it later reopens it. What is remembered here is bounded by the depth, not by
+// the number of entries: the chain of such directories around the current entry, and the
+// last parent directory made.
 async function hostDestination(dest) {
   const abs = path.resolve(dest);
   try {
@@ -424,17 +572,14 @@ async function hostDestination(dest) {
     if (error?.code !== "ENOENT") throw error;
   }
   const tmp = await mkdtemp(path.join(path.dirname(abs), `.${path.basename(abs)}.anvia-export-`));
-  const made = new Set([""]);
-  const dirs = [];
   const umask = process.umask();
-  const ensureDir = async (rel) => {
-    if (made.has(rel)) return;
-    await ensureDir(path.posix.dirname(rel) === "." ? "" : path.posix.dirname(rel));
-    await mkdir(path.join(tmp, rel), { mode: 0o700 }).catch((error) => {
-      if (error?.code !== "EEXIST") throw error;
-    });
-    made.add(rel);
-  };
+  const finalMode = (mode) => mode & 0o777 & ~umask;
+  const restrictive = (mode) => (mode & 0o700) !== 0o700;
+  const inside = (rel, dir) => rel === dir || rel.startsWith(`${dir}/`);
+  const parentOf = (rel) => (path.posix.dirname(rel) === "." ? "" : path.posix.dirname(rel));
+  const held = []; // [rel, final mode] of restrictive directories kept 0o700, outermost first
+  let closedAny = false; // a restrictive directory was given its mode: an entry may come back into it
+  let lastParent = "";
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
   // Small files are written in the background, WRITE_BEHIND at a time, while the next
   // entries arrive; the first failure is thrown at the next entry or at publish().
@@ -444,11 +589,59 @@ async function hostDestination(dest) {
     while (writing.size > 0) await Promise.race(writing);
     if (failure !== undefined) throw failure;
   };
+  // Gives its mode to each held directory `rel` is not in (the writes into it first).
+  const release = async (rel) => {
+    while (held.length > 0 && (rel === undefined || !inside(rel, held[held.length - 1][0]))) {
+      await settle();
+      const [dir, mode] = held.pop();
+      await chmod(path.join(tmp, dir), mode);
+      closedAny = true;
+      if (lastParent !== undefined && inside(lastParent, dir)) lastParent = undefined; // not writable now
+    }
+  };
+  // A directory of the copy `rel` goes into, writable: missing ones are made (0o700, as
+  // implicit parents always were), a restrictive one given its mode earlier is reopened.
+  const ensureParent = async (rel) => {
+    await release(rel);
+    if (rel === "" || rel === lastParent) return;
+    if (closedAny) {
+      const parts = rel.split("/");
+      for (let i = 1; i <= parts.length; i++) {
+        const p = parts.slice(0, i).join("/");
+        if (held.some(([d]) => d === p)) continue;
+        let st;
+        try {
+          st = await lstat(path.join(tmp, p));
+        } catch (error) {
+          if (error?.code === "ENOENT") break;
+          throw error;
+        }
+        if (st.isDirectory() && restrictive(st.mode)) {
+          await chmod(path.join(tmp, p), 0o700);
+          held.push([p, st.mode & 0o777]);
+        }
+      }
+    }
+    await mkdir(path.join(tmp, rel), { recursive: true, mode: 0o700 });
+    lastParent = rel;
+  };
+  const makeDir = async (rel, mode) => {
+    const target = path.join(tmp, rel);
+    const wanted = restrictive(mode) ? 0o700 : mode;
+    try {
+      await mkdir(target, { mode: wanted });
+    } catch (error) {
+      if (error?.code !== "EEXIST") throw error;
+      // Made earlier as a parent: it takes the entry's mode now.
+      if (!(await lstat(target)).isDirectory()) throw error;
+      await chmod(target, wanted);
+    }
+    if (restrictive(mode)) held.push([rel, mode]);
+  };
   const writeSmall = async (target, data, mode) => {
     const fh = await open(target, flags, mode);
     try {
       await fh.writeFile(data);
-      if ((mode & ~umask) !== mode) await fh.chmod(mode);
     } finally {
       await fh.close();
     }
@@ -458,19 +651,18 @@ async function hostDestination(dest) {
     tmp,
     async consume(entry) {
       if (failure !== undefined) throw failure;
-      const parent = path.posix.dirname(entry.path) === "." ? "" : path.posix.dirname(entry.path);
-      await ensureDir(parent);
+      await ensureParent(parentOf(entry.path));
       const target = path.join(tmp, entry.path);
+      const mode = finalMode(entry.mode);
       if (entry.kind === "directory") {
-        await ensureDir(entry.path);
-        dirs.push([target, entry.mode]);
+        await makeDir(entry.path, mode);
         return;
       }
       if (entry.byteLength <= SMALL_FILE) {
         const parts = [];
         for await (const chunk of entry.bytes) parts.push(chunk);
         const data = parts.length === 1 ? parts[0] : Buffer.concat(parts);
-        const p = writeSmall(target, data, entry.mode).then(
+        const p = writeSmall(target, data, mode).then(
           () => writing.delete(p),
           (error) => {
             writing.delete(p);
@@ -481,17 +673,16 @@ async function hostDestination(dest) {
         if (writing.size >= WRITE_BEHIND) await Promise.race(writing);
         return;
       }
-      const fh = await open(target, flags, entry.mode);
+      const fh = await open(target, flags, mode);
       try {
         for await (const chunk of entry.bytes) await fh.write(chunk);
-        if ((entry.mode & ~umask) !== entry.mode) await fh.chmod(entry.mode);
       } finally {
         await fh.close();
       }
     },
     async publish() {
       await settle();
-      for (let i = dirs.length - 1; i >= 0; i--) await chmod(dirs[i][0], dirs[i][1]);
+      await release(undefined);
       try {
         await lstat(abs);
         throw new DockerSandboxError(`Export destination already exists: ${abs}`, "invalid_path", { path: abs });
@@ -502,9 +693,21 @@ async function hostDestination(dest) {
     },
     async discard() {
       await settle().catch(() => undefined);
-      await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+      // A directory given a mode without the owner's rwx cannot be emptied: reopened first.
+      await rm(tmp, { recursive: true, force: true }).catch(async () => {
+        await reopenAll(tmp);
+        await rm(tmp, { recursive: true, force: true });
+      }).catch(() => undefined);
     },
   };
+}
+
+// Gives the owner rwx on every directory under dir (one that lost it cannot be removed).
+async function reopenAll(dir) {
+  await chmod(dir, 0o700).catch(() => undefined);
+  const handle = await opendir(dir).catch(() => undefined);
+  if (handle === undefined) return;
+  for await (const d of handle) if (d.isDirectory()) await reopenAll(path.join(dir, d.name));
 }
 
 export function prepareExport(sandbox, selection, destination, options) {

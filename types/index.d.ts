@@ -279,7 +279,8 @@ export type DockerSandboxStopProcessOptions = {
 /** Per-transfer bounds; a breach stops the transfer on both sides (`quota_exceeded`, or
  * `file_too_large` for one file), with `details` saying how far it got. */
 export type DockerSandboxTreeQuotas = {
-  /** Default 100 000. */
+  /** Entries, directories as well as files (each is made on the other side; an import's
+   * implicit parent directories count). Default 100 000. */
   readonly maxFiles?: number;
   /** Default: the sandbox's `runtime.maxFileBytes`. */
   readonly maxFileBytes?: number;
@@ -339,6 +340,8 @@ export type DockerSandboxTreeSelection =
   | { readonly kind: "subtree"; readonly path: string }
   | { readonly kind: "files"; readonly paths: readonly string[] };
 
+/** `mode`: the sandbox's permission bits (0o777 at most; never setuid, setgid or sticky).
+ * A host directory destination applies the process umask to them. */
 export type DockerSandboxExportEntry =
   | { readonly kind: "directory"; readonly path: string; readonly mode: number; readonly byteLength: 0 }
   | {
@@ -357,6 +360,9 @@ export type DockerSandboxExportTreeOptions = {
   readonly quotas?: DockerSandboxTreeQuotas;
   /** Links, devices, fifos, sockets and names that are not UTF-8: refused (default) or skipped. */
   readonly specialFiles?: "refuse" | "skip";
+  /** Nothing from the sandbox for this long, while the consumer is not holding the export
+   * back, fails it with `timeout`. Whole milliseconds, default 60 000. */
+  readonly idleTimeoutMs?: number;
   readonly onProgress?: (progress: DockerSandboxTreeProgress) => void;
   readonly abortSignal?: AbortSignal;
 };

@@ -1,10 +1,11 @@
 /*
  * tree.c - quotas, counts, export name mapping and the import's path set (see tree.h).
  *
- * Owns: the path set's table and its copies of the paths.
+ * Owns: the path set's table (digests of the paths, no copies).
  */
 #include "codec/tree.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,8 +52,10 @@ int tree_quota_admit(const tree_quota_t *q, const tree_counts_t *c, const tree_e
   if (plen > q->max_path_bytes) return breach(err, CODE_QUOTA_EXCEEDED, "maxPathBytes", plen, q->max_path_bytes, c, e->path);
   size_t depth = tree_path_depth(e->path);
   if (depth > q->max_depth) return breach(err, CODE_QUOTA_EXCEEDED, "maxDepth", depth, q->max_depth, c, e->path);
+  /* maxFiles counts entries, directories as files: each is an inode made on the other side. */
+  uint64_t entries = c->files + c->directories;
+  if (entries >= q->max_files) return breach(err, CODE_QUOTA_EXCEEDED, "maxFiles", entries + 1, q->max_files, c, e->path);
   if (e->kind != TREE_FILE) return 0;
-  if (c->files + 1 > q->max_files) return breach(err, CODE_QUOTA_EXCEEDED, "maxFiles", c->files + 1, q->max_files, c, e->path);
   if (e->size > q->max_file_bytes) return breach(err, CODE_FILE_TOO_LARGE, "maxFileBytes", e->size, q->max_file_bytes, c, e->path);
   if (e->size > q->max_total_bytes || c->bytes > q->max_total_bytes - e->size)
     return breach(err, CODE_QUOTA_EXCEEDED, "maxTotalBytes", c->bytes + e->size, q->max_total_bytes, c, e->path);
@@ -159,11 +162,16 @@ done:
   return out;
 }
 
-/* ---- path set: open addressing, FNV-1a ---- */
+/* ---- path set: open addressing on 128-bit digests ----
+ *
+ * Only a digest of each path is kept (16 bytes a slot, no copy of the path), so the set's
+ * memory is bounded by the number of entries alone, whatever their paths' lengths: at
+ * most 64 bytes an entry (the table doubles at half full). Two paths with the same digest
+ * would be taken for one: a false refusal ("twice", "inside a file"), never a path let
+ * through twice; for 10^6 honest paths its odds are below 10^-26. */
 
 typedef struct slot {
-  char *path;
-  int kind;
+  uint64_t a, b; /* both 0: empty; b's low bit holds the kind */
 } slot_t;
 
 struct tree_pathset {
@@ -172,13 +180,24 @@ struct tree_pathset {
   size_t count;
 };
 
-static uint64_t hash(const char *s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (; *s; s++) {
+static uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* Two independent 64-bit hashes of the path (FNV-1a, and a multiplicative one), mixed. */
+static void digest(const char *s, uint64_t *a, uint64_t *b) {
+  uint64_t h = 1469598103934665603ULL, g = 0x243f6a8885a308d3ULL;
+  size_t n = 0;
+  for (; *s; s++, n++) {
     h ^= (uint8_t)*s;
     h *= 1099511628211ULL;
+    g = (g + (uint8_t)*s + 1) * 0x9e3779b97f4a7c15ULL;
+    g ^= g >> 29;
   }
-  return h;
+  *a = mix(h ^ n) | 1; /* never 0: 0,0 is an empty slot */
+  *b = mix(g + n) & ~(uint64_t)1;
 }
 
 tree_pathset_t *tree_pathset_new(void) {
@@ -195,38 +214,41 @@ tree_pathset_t *tree_pathset_new(void) {
 
 void tree_pathset_free(tree_pathset_t *s) {
   if (s == NULL) return;
-  for (size_t i = 0; i < s->cap; i++) free(s->slots[i].path);
   free(s->slots);
   free(s);
 }
 
-static slot_t *find(slot_t *slots, size_t cap, const char *path) {
-  size_t i = (size_t)hash(path) & (cap - 1);
-  while (slots[i].path != NULL && strcmp(slots[i].path, path) != 0) i = (i + 1) & (cap - 1);
+static slot_t *find(slot_t *slots, size_t cap, uint64_t a, uint64_t b) {
+  size_t i = (size_t)a & (cap - 1);
+  while (slots[i].a != 0 && !(slots[i].a == a && (slots[i].b & ~(uint64_t)1) == b)) i = (i + 1) & (cap - 1);
   return &slots[i];
 }
 
 int tree_pathset_get(const tree_pathset_t *s, const char *path) {
-  slot_t *slot = find(s->slots, s->cap, path);
-  return slot->path ? slot->kind : -1;
+  uint64_t a, b;
+  digest(path, &a, &b);
+  slot_t *slot = find(s->slots, s->cap, a, b);
+  return slot->a != 0 ? (int)(slot->b & 1) : -1;
 }
 
 int tree_pathset_add(tree_pathset_t *s, const char *path, tree_kind_t kind) {
   if ((s->count + 1) * 2 > s->cap) {
+    if (s->cap > SIZE_MAX / 2 / sizeof(slot_t)) return -1;
     size_t cap = s->cap * 2;
     slot_t *slots = calloc(cap, sizeof(slot_t));
     if (slots == NULL) return -1;
     for (size_t i = 0; i < s->cap; i++)
-      if (s->slots[i].path) *find(slots, cap, s->slots[i].path) = s->slots[i];
+      if (s->slots[i].a != 0) *find(slots, cap, s->slots[i].a, s->slots[i].b & ~(uint64_t)1) = s->slots[i];
     free(s->slots);
     s->slots = slots;
     s->cap = cap;
   }
-  slot_t *slot = find(s->slots, s->cap, path);
-  if (slot->path != NULL) return 0;
-  slot->path = strdup(path);
-  if (slot->path == NULL) return -1;
-  slot->kind = (int)kind;
+  uint64_t a, b;
+  digest(path, &a, &b);
+  slot_t *slot = find(s->slots, s->cap, a, b);
+  if (slot->a != 0) return 0;
+  slot->a = a;
+  slot->b = b | (kind == TREE_DIRECTORY ? 1u : 0u);
   s->count++;
   return 0;
 }

@@ -7,7 +7,8 @@
  * in-sandbox agent later) judges entries with these, so a breach reads the same whichever
  * carried it.
  *
- * Owns: a tree_pathset_t owns its copies of the paths. Everything else returned is the
+ * Owns: a tree_pathset_t owns its table (128-bit digests of the paths, no copies: at most
+ * 64 bytes an entry whatever the paths' lengths). Everything else returned is the
  * caller's (malloc'd strings, jansson references).
  */
 #ifndef SBX_TREE_CODEC_H
@@ -61,6 +62,8 @@ json_t *tree_counts_json(const tree_counts_t *c);
 
 /*
  * Whether one more entry fits, given the counts so far (which do not include it yet).
+ * maxFiles bounds entries, files and directories alike (files + directories + 1 > max is
+ * a breach): each is an inode made on the other side.
  * 0, or -1 with err set: file_too_large "Sandbox file exceeds maxFileBytes (<size> >
  * <max>): <path>" for a file over maxFileBytes, quota_exceeded "Tree transfer exceeds
  * <quota> (<value> > <max>): <path>" for the others; details { quota, limit, path,
@@ -81,7 +84,7 @@ size_t tree_path_depth(const char *path);
  */
 char *tree_map_name(const char *name, size_t len, const char *root, const char *prefix, int *is_root, err_t *err);
 
-/* The paths an import has written, with their kind. */
+/* The paths a transfer has seen, with their kind: kept as digests (see tree.c). */
 typedef struct tree_pathset tree_pathset_t;
 tree_pathset_t *tree_pathset_new(void);
 void tree_pathset_free(tree_pathset_t *s);

@@ -31,8 +31,11 @@
 #include "napi/convert.h"
 #include "napi/values.h"
 
-/* The export queue not yet handed to JavaScript: above this the backend is paused. */
+/* The export queue not yet handed to JavaScript: above this the backend is paused. A
+ * file's bytes count, and so does each entry (its path and EXPORT_ENTRY_COST for the
+ * event), so a flood of directory headers pauses the source as file bytes do. */
 #define EXPORT_NATIVE_HIGH (4 * 1024 * 1024)
+#define EXPORT_ENTRY_COST 64
 
 enum { T_READY = 0, T_RUNNING, T_COMMITTING, T_FAILING, T_STOPPING, T_DONE };
 
@@ -262,7 +265,8 @@ static int close_file(tree_import_t *t, err_t *err) {
 
 static int admit_dir(tree_import_t *t, const char *path, unsigned mode, int count, err_t *err) {
   tree_entry_t e = {.kind = TREE_DIRECTORY, .path = path, .mode = mode, .size = 0};
-  if (tree_quota_admit(&t->req.quota, &t->counts, &e, err) != 0) return -1;
+  /* A directory given again was admitted the first time: it is not a new entry. */
+  if (count && tree_quota_admit(&t->req.quota, &t->counts, &e, err) != 0) return -1;
   if (t->backend->entry(t, &e, err) != 0) return -1;
   if (count) {
     if (tree_pathset_add(t->seen, path, TREE_DIRECTORY) != 0) return err_oom(err);
@@ -494,7 +498,7 @@ typedef struct tree_event {
   uint64_t size;
   char *path;    /* EV_ENTRY */
   uint8_t *data; /* EV_DATA */
-  size_t len;
+  size_t len;    /* EV_DATA: its bytes; EV_ENTRY: what it counts in queued_bytes */
 } tree_event_t;
 
 static void event_free(tree_event_t *e) {
@@ -518,16 +522,56 @@ static napi_value export_result(op_t *o) {
   return summary(o->js->env, &x->counts, x->started_ns);
 }
 
+void tree_export_heard(tree_export_t *x) { x->heard_ns = uv_hrtime(); }
+
+static void stop_idle(tree_export_t *x) {
+  sbx_timer_cancel(x->idle_timer);
+  x->idle_timer = NULL;
+}
+
+static void settle_export(tree_export_t *x);
+
+/* The idle deadline: checked when it would fall, moved by what was heard meanwhile. */
+static void on_idle(void *ud) {
+  tree_export_t *x = ud;
+  x->idle_timer = NULL;
+  if (x->state != T_RUNNING || x->source_done) return;
+  uint64_t now = uv_hrtime();
+  uint64_t idle_ns = x->req.idle_ms > UINT64_MAX / 1000000u ? UINT64_MAX : x->req.idle_ms * 1000000u;
+  /* Held back by the host (the consumer is behind): not the source's silence. */
+  if (tree_export_should_pause(x)) x->heard_ns = now;
+  uint64_t quiet = now - x->heard_ns;
+  if (quiet < idle_ns) {
+    uint64_t left_ms = (idle_ns - quiet + 999999u) / 1000000u;
+    x->idle_timer = sbx_timer_start(x->op.js->io, left_ms, on_idle, x);
+    return; /* without a timer (the addon is shutting down) the export ends with it */
+  }
+  x->backend->stop(x);
+  x->source_done = 1;
+  err_sandbox(&x->failure, CODE_TIMEOUT,
+              "The export stopped: nothing came from the sandbox for %llu ms (idleTimeoutMs; the consumer was not "
+              "holding it back).",
+              (unsigned long long)x->req.idle_ms);
+  err_set_details(&x->failure, tree_counts_json(&x->counts));
+  sbx_timer_cancel(x->flush_timer);
+  x->flush_timer = NULL;
+  settle_export(x);
+}
+
 static void export_start(op_t *o) {
   tree_export_t *x = (tree_export_t *)o;
   x->started_ns = uv_hrtime();
+  x->heard_ns = x->started_ns;
   x->state = T_RUNNING;
   err_t err;
   err_init(&err);
   if (x->backend->start(x, &err) != 0) {
     x->state = T_DONE;
     op_settle(o, &err);
+    return;
   }
+  if (x->state == T_RUNNING && !x->source_done)
+    x->idle_timer = sbx_timer_start(o->js->io, x->req.idle_ms, on_idle, x);
 }
 
 static int flushing_now(tree_export_t *x);
@@ -537,6 +581,7 @@ static void export_cancel(op_t *o) {
   if (x->state == T_RUNNING) x->backend->stop(x);
   x->state = T_DONE;
   drop_queue(x);
+  stop_idle(x);
   sbx_timer_cancel(x->flush_timer);
   x->flush_timer = NULL;
   if (!o->teardown) op_reject_cancelled(o);
@@ -552,13 +597,17 @@ static void export_control(op_t *o, int command) {
     x->backend->pause(x);
   } else {
     x->js_paused = 0;
-    if (!tree_export_should_pause(x)) x->backend->resume(x);
+    if (!tree_export_should_pause(x)) {
+      x->heard_ns = uv_hrtime(); /* the deadline counts from here */
+      x->backend->resume(x);
+    }
   }
 }
 
 static void export_destroy(op_t *o) {
   tree_export_t *x = (tree_export_t *)o;
   sbx_timer_cancel(x->flush_timer);
+  stop_idle(x);
   drop_queue(x);
   if (x->be && x->backend->free) x->backend->free(x);
   tree_export_req_free(&x->req);
@@ -582,6 +631,7 @@ int tree_export_should_pause(const tree_export_t *x) { return x->js_paused || x-
 
 static void settle_export(tree_export_t *x) {
   x->state = T_DONE;
+  stop_idle(x);
   if (err_is_set(&x->failure)) {
     drop_queue(x);
     op_settle(&x->op, &x->failure);
@@ -606,6 +656,7 @@ static void on_flush(void *ud) {
     if (x->head == NULL) x->tail = NULL;
     napi_value argv[2];
     if (e->type == EV_ENTRY) {
+      x->queued_bytes -= e->len;
       napi_value v;
       napi_create_object(env, &v);
       napi_set_named_property(env, v, "kind", nu_string(env, e->kind == TREE_FILE ? "file" : "directory"));
@@ -636,7 +687,10 @@ static void on_flush(void *ud) {
   /* Settling may free the op: nothing of it is touched afterwards. */
   if (!o->settled) {
     if (x->source_done && x->head == NULL) settle_export(x);
-    else if (x->state == T_RUNNING && !tree_export_should_pause(x)) x->backend->resume(x);
+    else if (x->state == T_RUNNING && !tree_export_should_pause(x)) {
+      x->heard_ns = uv_hrtime();
+      x->backend->resume(x);
+    }
   }
   js_leave(js, &s);
 }
@@ -738,6 +792,8 @@ int tree_export_entry(tree_export_t *x, const char *name, size_t len, const char
   ev->mode = e.mode;
   ev->size = e.kind == TREE_FILE ? size : 0;
   ev->path = path;
+  ev->len = EXPORT_ENTRY_COST + strlen(path);
+  x->queued_bytes += ev->len;
   x->in_entry = 1;
   x->skipping = 0;
   x->entry_is_file = e.kind == TREE_FILE;
@@ -792,6 +848,7 @@ void tree_export_done(tree_export_t *x, err_t *err) {
     return;
   }
   x->source_done = 1;
+  stop_idle(x);
   if (err != NULL && err_is_set(err)) {
     err_move(&x->failure, err);
     sbx_timer_cancel(x->flush_timer);
@@ -875,6 +932,16 @@ napi_value tree_export_prepare(napi_env env, sandbox_t *sb, napi_value *argv, si
   }
   if (nu_is_undefined(env, options)) tree_quota_defaults(&req.quota, (uint64_t)sb->runtime.max_file_bytes);
   else if (read_quotas(env, options, sb, &req.quota, &err) != 0) goto fail;
+  req.idle_ms = TREE_EXPORT_IDLE_MS;
+  napi_value idle = nu_is_undefined(env, options) ? options : nu_get(env, options, "idleTimeoutMs");
+  if (!nu_is_undefined(env, idle)) {
+    int64_t ms = 0;
+    if (!nu_safe_integer(env, idle, &ms) || ms <= 0) {
+      err_range(&err, "idleTimeoutMs must be a positive safe integer.");
+      goto fail;
+    }
+    req.idle_ms = (uint64_t)ms;
+  }
   napi_value special = nu_is_undefined(env, options) ? options : nu_get(env, options, "specialFiles");
   if (!nu_is_undefined(env, special)) {
     char *s = nu_typeof(env, special) == napi_string ? nu_strdup(env, special) : NULL;

@@ -61,7 +61,11 @@ typedef struct tree_export_req {
   size_t npaths;
   tree_quota_t quota;
   int skip_unsupported; /* specialFiles: "skip" (links, devices, fifos, sockets, non-UTF-8 names) */
+  uint64_t idle_ms;     /* idleTimeoutMs: nothing from the source this long fails the export */
 } tree_export_req_t;
+
+/* An export's idle deadline when idleTimeoutMs is not given. */
+#define TREE_EXPORT_IDLE_MS 60000u
 
 void tree_import_req_free(tree_import_req_t *r);
 void tree_export_req_free(tree_export_req_t *r);
@@ -154,9 +158,19 @@ struct tree_export {
   int source_done;
   int state;
   void *flush_timer;
+  void *idle_timer; /* the idle deadline (req.idle_ms), while the source runs */
+  uint64_t heard_ns; /* when the source last gave bytes, or the host last let it go on */
   err_t failure;
   uint64_t started_ns;
 };
+
+/*
+ * Bytes of the archive came from the source (any context, libcurl callbacks included; a
+ * stream beside the archive, as tar's stderr, does not count): the idle deadline starts
+ * again. An export whose source gives nothing for req.idle_ms while the host is not
+ * holding it back (tree_export_should_pause) fails with `timeout`.
+ */
+void tree_export_heard(tree_export_t *x);
 
 /*
  * A member the backend read, named as its source names it: `root` is the source's top

@@ -521,6 +521,7 @@ static void on_export_event(agent_req_t *req, const agent_event_t *ev, void *ud)
         agent_req_grant(req, ev->stream, (uint32_t)ev->len);
         return;
       }
+      tree_export_heard(b->x);
       if (tar_reader_feed(b->src.reader, ev->data, ev->len, &e) < 0) {
         agent_req_cancel(req);
         b->req = NULL;

@@ -735,6 +735,7 @@ static int check_stat(eng_export_t *b, stream_req_t *r, err_t *err) {
 static int on_download(void *ud, const uint8_t *data, size_t len) {
   eng_export_t *b = ud;
   if (b->failed) return -1;
+  tree_export_heard(b->x);
   if (!b->stat_checked && check_stat(b, b->get, &b->early) != 0) {
     b->failed = 1;
     return -1;
@@ -882,6 +883,7 @@ static void on_export_failed(void *ud) {
 static void on_export_output(void *ud, int stream, const uint8_t *data, size_t len) {
   eng_export_t *b = ud;
   if (stream != 1 || b->failed) return;
+  tree_export_heard(b->x);
   if (tar_reader_feed(b->src.reader, data, len, &b->early) < 0) {
     b->failed = 1;
     exec_task_pause(b->task);

@@ -307,7 +307,8 @@ describe("failures leave nothing half-published", () => {
           assert.equal(error.details.quota, quota);
           assert.equal(typeof error.details.files, "number");
           assert.equal(typeof error.details.bytes, "number");
-          if (quota === "maxFiles") assert.equal(error.details.files, 5);
+          // Directories count against maxFiles too.
+          if (quota === "maxFiles") assert.equal(error.details.files + error.details.directories, 5);
           return true;
         });
         assert.ok(!(await workspaceListing(c)).includes(`q-${quota}`));
@@ -480,7 +481,8 @@ describe("failures leave nothing half-published", () => {
       await assert.rejects(rt.exportTree({ kind: "subtree", path: "eq" }, out, { quotas: { maxFiles: 3 } }), (error) => {
         rejectsWith("quota_exceeded")(error);
         assert.equal(error.details.quota, "maxFiles");
-        assert.equal(error.details.files, 3);
+        // The subtree's own directory is an entry: it and two files.
+        assert.deepEqual([error.details.files, error.details.directories], [2, 1]);
         return true;
       });
       assert.ok(!existsSync(out));

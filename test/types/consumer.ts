@@ -470,7 +470,7 @@ async function treeTransfers(sandbox: DockerSandbox, abortSignal: AbortSignal): 
   }
   await sandbox.runtime.importTree(generated(), { path: "." });
   // Export: to a host directory that must not exist yet, or to a consumer.
-  const exportOptions: DockerSandboxExportTreeOptions = { quotas, specialFiles: "refuse", onProgress: (p) => void p.totalFiles, abortSignal };
+  const exportOptions: DockerSandboxExportTreeOptions = { quotas, specialFiles: "refuse", onProgress: (p) => void p.totalFiles, abortSignal, idleTimeoutMs: 60_000 };
   const everything: DockerSandboxTreeSelection = { kind: "workspace" };
   await sandbox.runtime.exportTree(everything, "./out", exportOptions);
   let bytes = 0;
