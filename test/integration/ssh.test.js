@@ -65,9 +65,7 @@ test("ssh failures are docker_unavailable with ssh's own message", { skip }, asy
   // Logged in, but no docker CLI on the remote side (the wrapper asks for another name).
   const { dir } = recordingSsh(t, 'set -- $(echo "$@" | sed "s/ docker / docker-is-not-installed /")\n');
   const oldPath = process.env.PATH;
-  const oldTmp = process.env.TMPDIR;
   process.env.PATH = `${dir}:${oldPath}`;
-  process.env.TMPDIR = scratch; // read by the addon in this process, for the worker's client
   try {
     await unavailable(`ssh://root@127.0.0.1:${PORT}`, /docker-is-not-installed: (command )?not found/);
   } finally {
@@ -120,7 +118,9 @@ test("no ssh process and no listener directory outlives a worker thread that use
   const file = join(dir, "use-client.mjs");
   writeFileSync(file, script);
   const oldPath = process.env.PATH;
+  const oldTmp = process.env.TMPDIR;
   process.env.PATH = `${dir}:${oldPath}`;
+  process.env.TMPDIR = scratch; // read by the addon in this process, for the worker's client
   try {
     // A worker thread: its environment is torn down when it ends.
     const worker = new Worker(new URL(`file://${file}`), { stdout: true });
