@@ -54,7 +54,7 @@ budget="${ANVIA_TEST_BUDGET_S:-4800}"
 stage_pid=""
 
 wanted() {
-  [ -z "${ANVIA_TEST_STAGES:-}" ] && return 0
+  [ -z "${ANVIA_TEST_STAGES:-}" ] || [ "$1" = prepare ] && return 0
   [[ " $ANVIA_TEST_STAGES " == *" $1 "* ]]
 }
 
@@ -149,6 +149,14 @@ cleanup() {
   [ -n "$artefacts_pid" ] && kill -0 "$artefacts_pid" 2>/dev/null && { kill -- "-$artefacts_pid" 2>/dev/null || kill "$artefacts_pid" 2>/dev/null; }
   [ $podman_started = 1 ] && bash scripts/podman.sh stop
   bash scripts/teardown.sh
+  # Nothing this run started may outlive it (an engine, a service, a build of this checkout).
+  local left
+  left="$(pgrep -af -- "$STATE/" | grep -v pgrep || true)"
+  if [ -n "$left" ]; then
+    note "still running after the run (started from $STATE):"
+    printf '  %s\n' "$left" | cut -c1-200 >&2
+    exit 1
+  fi
 }
 trap cleanup EXIT
 
@@ -219,13 +227,12 @@ stage stress suites test/integration/input-loss.stress.js
 runsc_files=(test/integration/{lifecycle,exec,files,processes,agent,tree,tree-agent,stream,symlink-race}.test.js)
 ANVIA_TEST_CONTAINER_RUNTIME=runsc stage runsc suites "${runsc_files[@]}"
 
-start_podman() {
-  if ! [ -f "$STATE/podman/service.pid" ] || ! kill -0 "$(cat "$STATE/podman/service.pid")" 2>/dev/null; then
-    podman_started=1
-  fi
-  bash scripts/podman.sh start
-}
-podman_stage() { start_podman && bash scripts/test-engine.sh podman; }
+# Whether this run starts the Podman service (and so stops it at the end) is decided here,
+# in this shell: a stage runs in a process of its own, whose variables die with it.
+if wanted podman && { ! [ -f "$STATE/podman/service.pid" ] || ! kill -0 "$(cat "$STATE/podman/service.pid")" 2>/dev/null; }; then
+  podman_started=1
+fi
+podman_stage() { bash scripts/podman.sh start && bash scripts/test-engine.sh podman; }
 stage podman podman_stage
 # (The ssh pass also reaches the Podman started above, for its Podman-over-ssh test.)
 stage ssh bash scripts/test-engine.sh ssh
