@@ -4,7 +4,8 @@
  * instant <dir>/d is either the real directory or a symlink out of the workdir. Prints
  * the number of swaps (and of failed ones). Built by scripts/build-agent.sh. Where the
  * kernel has no RENAME_EXCHANGE (gVisor answers EINVAL), each swap is three renames through
- * a third name instead, so <dir>/d is also missing for an instant now and then.
+ * a third name instead, so <dir>/d is also missing for an instant now and then (a
+ * directory a write makes there meanwhile is moved aside to d.made.N).
  *   swapper <dir> <ms>
  * With <ms> 0 it swaps until its stdin reaches end of file instead, and prints "running"
  * on a line of its own once it has swapped 1000 times, so that a test bounds the race by
@@ -32,10 +33,16 @@ static int swap(int dir, int *exchange) {
     if (errno != EINVAL && errno != ENOSYS) return -1;
     *exchange = 0;
   }
+  static long made;
   if (renameat(dir, "d", dir, "d.swap") != 0) return -1;
-  int rc = renameat(dir, "d.link", dir, "d");
-  if (renameat(dir, "d.swap", dir, rc == 0 ? "d.link" : "d") != 0) return -1;
-  return rc;
+  if (renameat(dir, "d.link", dir, "d") == 0) return renameat(dir, "d.swap", dir, "d.link");
+  /* While d was away a write made a new directory d (writes make their parents): it is
+   * moved aside (it is in the workspace) and the directory goes back, so the loop goes on. */
+  char aside[32];
+  snprintf(aside, sizeof aside, "d.made.%ld", ++made);
+  if (renameat(dir, "d", dir, aside) != 0 && errno != ENOENT) return -1;
+  renameat(dir, "d.swap", dir, "d");
+  return -1;
 }
 
 static long long now_ms(void) {
