@@ -143,6 +143,21 @@ async function warmUp(runtime, served) {
   return { agent, warm };
 }
 
+// Until the host stops taking the source (3000 turns of the loop without a pull) or has
+// taken far more than its bound.
+async function untilSourceHeld(st, track) {
+  let last = -1;
+  let idle = 0;
+  while (idle < 3000 && st.taken < 4 * BOUND) {
+    await turn();
+    track.sample();
+    if (st.pulls !== last) {
+      last = st.pulls;
+      idle = 0;
+    } else idle++;
+  }
+}
+
 test("an endless listing: the 100001st entry fails the call and ends the agent's connection; memory stays bounded", T, async (t) => {
   const attack = {};
   const { st, handlers } = endlessListing({ attack });
@@ -282,16 +297,7 @@ test("importTree toward an agent that offers 2 GiB of credit and never reads: a 
   await new Promise((resolve) => (agent.requests.some((r) => r.type === "EXEC") ? resolve() : agent.once("request", resolve)));
   // Until the host stops taking the source (many turns of the loop without a pull) or
   // takes far more than its bound.
-  let last = -1;
-  let idle = 0;
-  while (idle < 3000 && st.taken < 4 * BOUND) {
-    await turn();
-    track.sample();
-    if (st.pulls !== last) {
-      last = st.pulls;
-      idle = 0;
-    } else idle++;
-  }
+  await untilSourceHeld(st, track);
   track.report(`import, agent not reading (${mib(st.taken)} MiB taken of 1024)`);
   assert.ok(st.taken < 32 * 1024 * 1024, `the host took ${mib(st.taken)} MiB of the source toward an agent that reads nothing`);
   assert.ok(track.maxRss < BOUND, `rss grew by ${mib(track.maxRss)} MiB`);
@@ -322,16 +328,7 @@ test("many imports toward an agent that never reads: the bytes queued toward it 
     p.catch(() => {});
     imports.push(p);
   }
-  let last = -1;
-  let idle = 0;
-  while (idle < 3000 && st.taken < 4 * BOUND) {
-    await turn();
-    track.sample();
-    if (st.pulls !== last) {
-      last = st.pulls;
-      idle = 0;
-    } else idle++;
-  }
+  await untilSourceHeld(st, track);
   // The agent reads nothing after the first EXEC: the host has started every import's
   // EXEC (its request frames wait in the write queue) and each one has 1 MiB of credit.
   track.report(`${N} imports, agent not reading (${mib(st.taken).toFixed(1)} MiB taken)`);
