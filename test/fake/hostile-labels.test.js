@@ -10,7 +10,7 @@
 // volumes are). A create from an image without such labels is byte for byte as before.
 import test from "node:test";
 import assert from "node:assert/strict";
-import { HANG_MS, DockerSandboxClient, startFakeEngine } from "../helpers/fake-engine.js";
+import { HANG_MS, DockerSandboxClient, startFakeEngine, answerFork } from "../helpers/fake-engine.js";
 
 const T = { timeout: HANG_MS };
 const base = { image: "hostile:latest", workspace: { type: "ephemeral" }, network: { mode: "none" } };
@@ -151,10 +151,7 @@ test("resume: a fork's own image is deleted only when its id label says it is th
 test("fork: the copy helper runs the parent's image, not one a forged base-image label names", T, async (t) => {
   const fake = await startFakeEngine();
   t.after(() => fake.close());
-  fake.route("POST", "/containers/:name/pause", { status: 204 });
-  fake.route("POST", "/containers/:name/unpause", { status: 204 });
-  fake.route("POST", "/commit", { status: 201, json: { Id: "sha256:committed" } });
-  fake.route("POST", "/containers/:name/wait", { status: 200, json: { StatusCode: 0 } });
+  answerFork(fake);
   hostileContainer(fake, "par");
   const sandbox = await new DockerSandboxClient({ host: fake.host }).resumeSandbox({ id: "par" });
   const fork = await sandbox.fork({ id: "par-kid" });

@@ -7,7 +7,7 @@
 // destroy; a container list with malformed entries; pruning that fails half-way.
 import test from "node:test";
 import assert from "node:assert/strict";
-import { HANG_MS, DockerSandboxClient, DockerSandboxError, frame, notKiller, sleep, startFakeEngine, until } from "../helpers/fake-engine.js";
+import { HANG_MS, DockerSandboxClient, DockerSandboxError, frame, notKiller, sleep, startFakeEngine, until, answerFork } from "../helpers/fake-engine.js";
 
 const T = { timeout: HANG_MS }; // a hang fails after minutes; no test races a timer
 
@@ -90,10 +90,7 @@ test("activity: a sandbox without limits never signals its container", T, async 
 });
 
 function forkRoutes(fake, { waitStatus = 0 } = {}) {
-  fake.route("POST", "/containers/:name/pause", { status: 204 });
-  fake.route("POST", "/containers/:name/unpause", { status: 204 });
-  fake.route("POST", "/commit", { status: 201, json: { Id: "sha256:committed" } });
-  fake.route("POST", "/containers/:name/wait", { status: 200, json: { StatusCode: waitStatus } });
+  answerFork(fake, { waitStatus });
   fake.route("GET", "/containers/:name/logs", {
     status: 200,
     body: Buffer.concat([frame(2, "cp: can't open '/anvia-fork-from/secret': Permission denied\n")]),

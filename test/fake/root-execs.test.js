@@ -18,7 +18,7 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { HANG_MS, DockerSandboxClient, startFakeEngine, until } from "../helpers/fake-engine.js";
+import { HANG_MS, DockerSandboxClient, startFakeEngine, until, answerFork } from "../helpers/fake-engine.js";
 import native from "../helpers/native.js";
 
 const T = { timeout: HANG_MS };
@@ -122,10 +122,7 @@ test("placement: run with the container's environment, nothing planted on its PA
 test("fork: the copy helper runs /bin/cp with the fixed environment", T, async (t) => {
   const fake = await startFakeEngine();
   t.after(() => fake.close());
-  fake.route("POST", "/containers/:name/pause", { status: 204 });
-  fake.route("POST", "/containers/:name/unpause", { status: 204 });
-  fake.route("POST", "/commit", { status: 201, json: { Id: "sha256:committed" } });
-  fake.route("POST", "/containers/:name/wait", { status: 200, json: { StatusCode: 0 } });
+  answerFork(fake);
   const c = fake.addContainer("par", { running: true, user: "1000:1000" });
   c.Image = "sha256:base";
   c.Config.Env = CONTAINER_ENV;

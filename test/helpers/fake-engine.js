@@ -616,6 +616,14 @@ export class FakeEngine {
   }
 }
 
+// The engine calls of a fork (pause, unpause, commit, the copy helper's wait), answered.
+export function answerFork(fake, { waitStatus = 0 } = {}) {
+  fake.route("POST", "/containers/:name/pause", { status: 204 });
+  fake.route("POST", "/containers/:name/unpause", { status: 204 });
+  fake.route("POST", "/commit", { status: 201, json: { Id: "sha256:committed" } });
+  fake.route("POST", "/containers/:name/wait", { status: 200, json: { StatusCode: waitStatus } });
+}
+
 export async function startFakeEngine(options) {
   return new FakeEngine(options).listen();
 }
