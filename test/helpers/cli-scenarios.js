@@ -88,6 +88,20 @@ async function inScratch(item, command, env, run) {
   }
 }
 
+// What decides whether Node.js colours a terminal (util.getColorDepth, which the prompts'
+// styleText follows). The transcripts were captured in colour, and colour changes which
+// lines a prompt redraws (a selected option looks the same active or not without it), so
+// a session runs in an xterm with none of these from the caller: CI=true, which CI runners
+// set, or NO_COLOR would otherwise change the transcript.
+const COLOR_VARIABLES = ["NO_COLOR", "NODE_DISABLE_COLORS", "FORCE_COLOR", "CI", "TMUX", "TEAMCITY_VERSION", "TERM_PROGRAM", "COLORTERM"];
+
+/** `env` without the variables that decide terminal colour, and TERM=xterm. */
+export function terminalEnv(env) {
+  const out = { ...env, TERM: "xterm" };
+  for (const name of COLOR_VARIABLES) delete out[name];
+  return out;
+}
+
 /**
  * Runs one wizard session (test/fixtures/create-image/wizard.json): after the session's
  * set-up (as a scenario's), `command` with its argv in a pseudo-terminal of 120 columns
@@ -96,7 +110,7 @@ async function inScratch(item, command, env, run) {
  */
 export function runWizardSession(session, command, { env = process.env } = {}) {
   return inScratch(session, command, env, async (cwd, root) => {
-    const spec = { argv: [...command, ...session.argv], cwd, env: { ...env, TERM: "xterm" }, columns: 120, rows: 40, timeout: 30, steps: session.steps };
+    const spec = { argv: [...command, ...session.argv], cwd, env: terminalEnv(env), columns: 120, rows: 40, timeout: 30, steps: session.steps };
     const r = await runCommand(["python3", fileURLToPath(new URL("./pty-run.py", import.meta.url))], [JSON.stringify(spec)], { cwd, timeoutMs: 40_000 });
     if (r.code !== 0) throw new Error(`pty-run.py failed (${r.code}): ${r.stderr}`);
     const out = JSON.parse(r.stdout);

@@ -60,3 +60,13 @@ test("every wizard session types into the same prompts and ends as the original'
     assert.deepEqual(got, s.expected, `session ${s.name}`);
   });
 });
+
+// CI runners set CI=true, and some users NO_COLOR: either turns the prompts' colour off,
+// which changes what they redraw. The sessions must not depend on the caller's environment.
+test("a wizard session's transcript does not depend on the caller's colour or CI variables", { timeout: 60_000 }, async () => {
+  const session = sessions.find((s) => s.name === "complete-no-build-flag");
+  const env = { ...process.env, CI: "true", NO_COLOR: "1", FORCE_COLOR: "0", NODE_DISABLE_COLORS: "1", TERM: "dumb" };
+  const { failedStep, ...got } = await runWizardSession(session, command, { env });
+  assert.equal(failedStep, null);
+  assert.deepEqual(got, session.expected);
+});
