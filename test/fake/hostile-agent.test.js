@@ -18,6 +18,7 @@
 //  - and an agent that reads and returns credit as it goes gets a 64 MiB import whole, one
 //    that reads but grants nothing a writeFile of its whole HELLO credit (the bounded
 //    queue resumes as its writes complete);
+//  - a frame header announcing more than 1 MiB: refused on its 12 bytes;
 //  - a reply that never comes: the caller's abort ends the call.
 // Memory: process.memoryUsage().rss sampled before and during each attack (each sample
 // taken as the attack goes, by bytes sent or taken: never by time); the bound asserted
@@ -26,7 +27,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import { setImmediate as turn } from "node:timers/promises";
 import { HANG_MS, startFakeEngine, DockerSandboxClient, expectCode, mib } from "../helpers/fake-engine.js";
-import { serveHostileAgent, fakeAgentDir, agentEnc, memory, MAX_DATA } from "../helpers/hostile-agent.js";
+import { serveHostileAgent, fakeAgentDir, agentEnc, memory, MAX_DATA, MAX_PAYLOAD } from "../helpers/hostile-agent.js";
 
 const T = { timeout: HANG_MS };
 const GiB = 1024 * 1024 * 1024;
@@ -232,6 +233,32 @@ test("a listing result that does not count what was sent, and a reply for anothe
   assert.equal(served.agents.length, 2);
   assert.deepEqual(await runtime.listFiles({ path: "." }), []);
   assert.equal(served.agents.length, 3);
+});
+
+// The header is judged before its payload: a frame announcing 4 GiB (or 1 byte past the
+// 1 MiB maximum) ends the connection as soon as its 12 bytes arrive, with nothing of it
+// allocated or awaited; the next call starts a new agent.
+test("a frame header announcing more than the protocol's 1 MiB fails the call at once and ends the connection", T, async (t) => {
+  const sizes = [0xffffffff, MAX_PAYLOAD + 1];
+  let n = 0;
+  const { served, runtime } = await hostileSandbox(t, {
+    list: async (agent, req) => {
+      const size = sizes[n++];
+      if (size !== undefined) await agent.send(agentEnc.dataHeader(req.id, size, 4096));
+      else await agent.send(agentEnc.listResult(req.id, 0));
+    },
+  });
+  for (const size of sizes) {
+    const track = tracker();
+    await expectCode(runtime.listFiles({ path: "." }), "docker_command_failed", /frame larger than the maximum/);
+    track.sample();
+    track.report(`a header announcing ${size} bytes`);
+    assert.ok(track.maxRss < BOUND, `rss grew by ${mib(track.maxRss)} MiB`);
+    const agent = served.agents.at(-1);
+    await new Promise((resolve) => (agent.closed ? resolve() : agent.once("closed", resolve)));
+  }
+  assert.deepEqual(await runtime.listFiles({ path: "." }), []);
+  assert.equal(served.agents.length, sizes.length + 1);
 });
 
 test("a reply that never comes: the caller's abort ends the call and the agent keeps serving", T, async (t) => {

@@ -78,6 +78,12 @@ export const agentEnc = {
   },
   pong: (id, payload) => agentFrame(T.PONG, id, payload),
   data: (id, bytes, stream = S.OUT) => agentFrame(T.DATA, id, Buffer.from(bytes), { stream }),
+  // A DATA header announcing `len` payload bytes, followed by `follow` bytes of it only.
+  dataHeader(id, len, follow = 0, stream = S.OUT) {
+    const f = agentFrame(T.DATA, id, Buffer.alloc(follow, 0x78), { stream });
+    f.writeUInt32BE(len >>> 0, 0);
+    return f;
+  },
   window: (id, inc) => agentFrame(T.WINDOW, id, u32(inc), { stream: S.IN }),
   started: (id, pid = 100, pgid = 100) => agentFrame(T.STARTED, id, Buffer.concat([u32(pid), u32(pgid)])),
   execResult: (id, { code = 0, outBytes = 0, errBytes = 0 } = {}) =>
@@ -316,4 +322,4 @@ export function memory() {
   return { rss: m.rss, external: m.external };
 }
 
-export { T, S, F_END, MAX_DATA };
+export { T, S, F_END, MAX_DATA, MAX_PAYLOAD };
