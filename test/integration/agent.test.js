@@ -2,13 +2,15 @@
 // rootfs with a non-root user, a busybox-only image), what happens when a command in the
 // sandbox kills it in the middle of a call or of a stream (a typed error for the calls in
 // flight, the next call works with a new agent, nothing of the killed command left
-// running), and an agent that lies (the engine path takes over in transport "auto"; a clear
-// error in transport "agent"). The rest of the integration suites run through the agent
+// running), an agent that lies (the engine path takes over in transport "auto"; a clear
+// error in transport "agent"), and root in the sandbox replacing its agent (its own
+// container only) where a non-root user cannot. The rest of the integration suites run through the agent
 // too (the default transport is "auto"); CI runs them again with the engine path.
 import test, { after } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -142,6 +144,54 @@ test("an agent that sends garbage: transport auto falls back to the engine path,
   assert.deepEqual(out.auto, { ok: "fine\n" });
   assert.equal(out.agent.code, "docker_unavailable");
   assert.match(out.agent.message, /^The sandbox agent is not available: /);
+});
+
+// Root in a sandbox replaces the agent the package placed and kills the running one, as
+// issue 23 says it can: the next start runs its program, which announces a 4 GiB frame and
+// then streams zeros forever. The host treats it as any lying agent: the call fails with a
+// typed error at once (the header is judged on its 12 bytes), its memory stays bounded,
+// and nothing reaches past that container: the host's copy of the agent is unchanged,
+// another sandbox's agent serves as before, and the engine path still serves this one.
+test("a root sandbox that replaces its agent and kills it reaches only its own container", { timeout: 120_000 }, async () => {
+  // The host's copy, found as lib/native.js finds it.
+  const dirs = [process.env.ANVIA_SANDBOX_AGENT_DIR, "../../prebuilds/agent", "../../build-agent"].filter(Boolean);
+  const hostAgent = dirs
+    .map((d) => join(d.startsWith("../") ? fileURLToPath(new URL(d, import.meta.url)) : d, process.arch === "arm64" ? "aarch64" : "x86_64", "anvia-agent"))
+    .find((f) => existsSync(f));
+  assert.ok(hostAgent, `the host's agent binary, in one of ${dirs.join(", ")}`);
+  const digest = () => createHash("sha256").update(readFileSync(hostAgent)).digest("hex");
+  const before = digest();
+  const { sandbox, rt } = await make();
+  const other = await make();
+  assert.equal(text((await other.rt.exec({ command: "echo", args: ["other"] })).stdout), "other\n");
+  const placed = text((await rt.exec({ command: "sh", args: ["-c", "printf '%s\\n' /.anvia/agent-*"] })).stdout).trim();
+  assert.match(placed, /^\/\.anvia\/agent-[0-9a-f]{16}$/);
+  const liar = "#!/bin/sh\nprintf '\\377\\377\\377\\377\\001\\000\\000\\000\\000\\000\\000\\001'\nexec cat /dev/zero\n";
+  const planted = await rt.exec({
+    command: "sh",
+    args: ["-c", 'printf "%s" "$1" > "$2.new" && chmod 755 "$2.new" && mv "$2.new" "$2" && kill -9 $PPID', "sh", liar, placed],
+  }).catch((e) => e);
+  assert.ok(planted instanceof DockerSandboxError, "the call whose agent was killed fails with a typed error");
+  const rss = process.memoryUsage().rss;
+  for (let i = 0; i < 3; i++) {
+    const e = await rt.exec({ command: "echo", args: ["hi"] }).then(() => null, (err) => err);
+    assert.ok(e instanceof DockerSandboxError, `call ${i} through the planted agent: ${e}`);
+    assert.match(e.message, /frame larger than the maximum|not available/);
+  }
+  assert.ok(process.memoryUsage().rss - rss < 64 * 1024 * 1024, "the host's memory stays bounded");
+  // Nothing past the container.
+  assert.equal(digest(), before, "the host's copy of the agent is unchanged");
+  assert.equal(text((await other.rt.exec({ command: "echo", args: ["still"] })).stdout), "still\n");
+  const engine = await new DockerSandboxClient({ transport: "engine" }).resumeSandbox({ id: sandbox.id });
+  assert.equal(text((await engine.runtime.exec({ command: "cat", args: [placed] })).stdout), liar);
+});
+
+test("a non-root sandbox user cannot replace or remove the agent", { timeout: 60_000 }, async () => {
+  const { rt } = await make({ user: "1000:1000" });
+  const placed = text((await rt.exec({ command: "sh", args: ["-c", "printf '%s\\n' /.anvia/agent-*"] })).stdout).trim();
+  const r = await rt.exec({ command: "sh", args: ["-c", 'echo x > /.anvia/new; mv /bin/true "$1"; rm -f "$1"; : > "$1"', "sh", placed] });
+  assert.equal((text(r.stderr).match(/Permission denied|Operation not permitted/g) ?? []).length, 4, text(r.stderr));
+  assert.equal(text((await rt.exec({ command: "echo", args: ["intact"] })).stdout), "intact\n");
 });
 
 // A command that cannot start: the agent path shows what the engine path shows (runc's
