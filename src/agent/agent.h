@@ -21,6 +21,8 @@
  *   ops.c                            a request's type -> the operation's file; the scheduler
  *   conn.c                           reading, checking and dispatching the host's frames
  *   main.c                           the start, the poll() loop, timers, the exit
+ *   init.c                           process 1 of a sandbox with limits (`init`): apart
+ *                                    from the agent, called only by main.c
  *
  * One call runs upwards, through a pointer and not by name: the exit path can start below
  * every operation (a full output queue, out.c), and it ends every request, which takes
@@ -353,5 +355,9 @@ void op_end_all(void);      /* the exit path: ends every request but a detached 
 /* ---- conn.c: the host's frames ---- */
 void conn_read(void); /* read and dispatch what the host sent */
 void conn_dispatch_pending(void);
+
+/* ---- init.c: process 1 of a sandbox with limits ---- */
+/* argv: the binary, "init", IDLE_MS, MAX_MS. Returns the exit status; never touches `g`. */
+int init_main(int argc, char **argv);
 
 #endif

@@ -8,6 +8,7 @@
  * carry the protocol (src/agent/PROTOCOL.md), stderr its own diagnostics.
  *
  *   anvia-agent [--workdir PATH] [--heartbeat-ms N] [--no-openat2] [--version]
+ *   anvia-agent init IDLE_MS MAX_MS     process 1 of a sandbox with limits (init.c)
  *
  * It exits after end of input, host silence longer than --heartbeat-ms (any frame counts;
  * 0 disables the check), SIGTERM/SIGINT/SIGHUP, a framing error, or a broken stdout; on
@@ -345,6 +346,7 @@ static void loop(void) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "init") == 0) return init_main(argc, argv);
   agent_on_shutdown(op_end_all);
   g.self = getpid();
   g.in_fd = 0;
