@@ -21,8 +21,8 @@
 #include "base/buf.h"
 #include "base/trace.h"
 #include "codec/runspec.h"
-#include "codec/tar.h"
 #include "engine/agent_image.h"
+#include "engine/agent_place.h"
 #include "engine/exec.h"
 #include "engine/hijack.h"
 #include "engine/timer.h"
@@ -882,24 +882,8 @@ static void on_uploaded(http_req_t *req, void *ud) {
 static void place_by_upload(agent_conn_t *c) {
   err_t err;
   err_init(&err);
-  const char *file = strrchr(c->img->path, '/') + 1;
-  char rel[64];
-  snprintf(rel, sizeof(rel), ".anvia/%s", file);
-  tar_entry_spec_t entries[2] = {
-      {.path = ".anvia", .is_dir = 1, .mode = 0755},
-      {.path = rel, .data = c->img->data, .len = c->img->len, .mode = 0755},
-  };
-  buf_t tarball;
-  buf_init(&tarball, 0);
-  char *name = url_escape(c->container);
-  http_req_t *req = NULL;
-  if (name && tar_build(entries, 2, &tarball, &err) == 0)
-    req = http_req_new(c->eng, "PUT", "/containers/%s/archive?path=%%2F&noOverwriteDirNonDir=true", name);
-  free(name);
-  if (req == NULL || http_req_take_body(req, &tarball, "application/x-tar") != 0) {
-    http_req_free(req);
-    buf_free(&tarball);
-    if (!err_is_set(&err)) err_oom(&err);
+  http_req_t *req = agent_upload_req(c->eng, c->container, c->img, strrchr(c->img->path, '/') + 1, &err);
+  if (req == NULL) {
     conn_fail(c, &err, 0);
     return;
   }
@@ -928,7 +912,7 @@ static void on_probed(http_req_t *req, void *ud) {
 static void place(agent_conn_t *c) {
   err_t err;
   err_init(&err);
-  c->img = agent_image_for(c->io, engine_arch(c->eng), &err);
+  c->img = agent_place_image(c->eng, &err);
   if (c->img == NULL) {
     conn_fail(c, &err, 1);
     return;
@@ -960,13 +944,9 @@ static void on_version(http_req_t *req, void *ud) {
   c->req = NULL;
   err_t err;
   err_init(&err);
-  json_t *j = http_req_ok(req) ? http_req_json(req, &err) : NULL;
-  if (!http_req_ok(req)) http_req_error(req, &err);
-  json_t *arch = json_object_get(j, "Arch");
-  if (!err_is_set(&err) && json_is_string(arch)) engine_set_arch(c->eng, json_string_value(arch));
-  json_decref(j);
+  int rc = agent_version_answer(c->eng, req, &err);
   http_req_free(req);
-  if (err_is_set(&err)) conn_fail(c, &err, 0);
+  if (rc != 0) conn_fail(c, &err, 0);
   else place(c);
 }
 
@@ -978,7 +958,7 @@ static void connect_step(agent_conn_t *c) {
     place(c);
     return;
   }
-  http_req_t *req = http_req_new(c->eng, "GET", "/version");
+  http_req_t *req = agent_version_req(c->eng);
   if (req == NULL) {
     err_oom(&err);
     conn_fail(c, &err, 0);
