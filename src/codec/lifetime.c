@@ -1,5 +1,6 @@
 /*
- * lifetime.c - the limit loop, its command and its labels (see lifetime.h).
+ * lifetime.c - the limits' two commands (the init's, the shell loop's) and their labels
+ * (see lifetime.h). The init itself is src/agent/init.c.
  *
  * The loop, line by line: TERM and INT end it as the original's keep-alive did; USR1
  * only sets a flag (a trapped signal also interrupts `wait`, status > 128, and the time
@@ -38,11 +39,18 @@ const char LIFETIME_SCRIPT[] =
     "  now\n"
     "done\n";
 
-json_t *lifetime_cmd(const lifetime_t *l) {
+json_t *lifetime_cmd(const lifetime_t *l, int with_init) {
   char idle[32], max[32];
   snprintf(idle, sizeof(idle), "%lld", (long long)(l->idle_ms > 0 ? l->idle_ms : 0));
   snprintf(max, sizeof(max), "%lld", (long long)(l->max_ms > 0 ? l->max_ms : 0));
+  if (with_init) return json_pack("[s, s, s, s]", LIFETIME_INIT_PATH, "init", idle, max);
   return json_pack("[s, s, s, s, s, s]", "sh", "-c", LIFETIME_SCRIPT, LIFETIME_ARGV0, idle, max);
+}
+
+int lifetime_cmd_is_init(json_t *cmd) {
+  json_t *first = json_array_get(cmd, 0), *mode = json_array_get(cmd, 1);
+  return json_array_size(cmd) == 4 && json_is_string(first) && strcmp(json_string_value(first), LIFETIME_INIT_PATH) == 0 &&
+         json_is_string(mode) && strcmp(json_string_value(mode), "init") == 0;
 }
 
 static int set_number_label(json_t *labels, const char *name, int64_t v) {
@@ -51,10 +59,10 @@ static int set_number_label(json_t *labels, const char *name, int64_t v) {
   return json_object_set_new(labels, name, json_string(num));
 }
 
-int lifetime_apply(json_t *body, const lifetime_t *l) {
+int lifetime_apply(json_t *body, const lifetime_t *l, int with_init) {
   if (!lifetime_any(l)) return 0;
   json_t *labels = json_object_get(body, "Labels");
-  json_t *cmd = lifetime_cmd(l);
+  json_t *cmd = lifetime_cmd(l, with_init);
   if (cmd == NULL || !json_is_object(labels) || json_object_set_new(body, "Cmd", cmd) != 0) return -1;
   if (l->idle_ms > 0 && set_number_label(labels, LABEL_IDLE_TIMEOUT, l->idle_ms) != 0) return -1;
   if (l->max_ms > 0 && set_number_label(labels, LABEL_MAX_LIFETIME, l->max_ms) != 0) return -1;

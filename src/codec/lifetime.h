@@ -1,10 +1,18 @@
 /*
  * lifetime.h - a sandbox's idle and lifetime limits as the container carries them: the
- * command its first process runs (a shell loop that stops the container when a limit is
- * reached, so the limits hold with no client alive), and the labels that bring the limits
- * back on resume.
+ * command its first process runs (it stops the container when a limit is reached, so the
+ * limits hold with no client alive), and the labels that bring the limits back on resume.
  *
  * Owns: nothing; returns new jansson values the caller owns.
+ *
+ * Two commands keep the limits. Where the package can place a file before the container
+ * starts (a writable rootfs, and an agent binary for the engine's architecture), process
+ * 1 is the agent's binary at LIFETIME_INIT_PATH in its `init` mode (src/agent/init.c):
+ * the sandbox's own code can neither stop it nor fake activity to it. The lifecycle
+ * places that binary before every start it makes (create, resume, fork), so a file the
+ * sandbox put there in its last life is never what runs. Otherwise (a read-only rootfs:
+ * the engine refuses archive writes into it) process 1 is the shell loop below, which
+ * code running as its user can stop (README, "Idle and lifetime limits").
  *
  * The container learns of activity from a SIGUSR1 sent to its first process (the
  * engine's kill endpoint; lifecycle/lifetime.c decides when). LIFETIME_SCRIPT keeps the
@@ -33,6 +41,10 @@
 #define LIFETIME_MAX_MS 9000000000000LL
 /* $0 of the limit loop (shown by ps) */
 #define LIFETIME_ARGV0 "anvia-sandbox-lifetime"
+/* Where the init goes (engine/agent_place.h uploads the agent's binary under this name). */
+#define LIFETIME_INIT_DIR "/.anvia"
+#define LIFETIME_INIT_NAME "init"
+#define LIFETIME_INIT_PATH LIFETIME_INIT_DIR "/" LIFETIME_INIT_NAME
 
 extern const char LIFETIME_SCRIPT[];
 
@@ -43,12 +55,16 @@ typedef struct lifetime {
 
 static inline int lifetime_any(const lifetime_t *l) { return l->idle_ms > 0 || l->max_ms > 0; }
 
-/* ["sh", "-c", LIFETIME_SCRIPT, LIFETIME_ARGV0, "<idle>", "<max>"]; NULL when out of memory. */
-json_t *lifetime_cmd(const lifetime_t *l);
+/* with_init: [LIFETIME_INIT_PATH, "init", "<idle>", "<max>"]; otherwise
+ * ["sh", "-c", LIFETIME_SCRIPT, LIFETIME_ARGV0, "<idle>", "<max>"]. NULL when out of memory. */
+json_t *lifetime_cmd(const lifetime_t *l, int with_init);
 /* On a container create body: when a limit is set, Cmd becomes lifetime_cmd and the set
  * limits are added to Labels (an object that must exist). Nothing changes otherwise.
  * 0, or -1 when out of memory. */
-int lifetime_apply(json_t *body, const lifetime_t *l);
+int lifetime_apply(json_t *body, const lifetime_t *l, int with_init);
+/* Whether a container's Config.Cmd runs the init (so the init must be placed again
+ * before the container starts). */
+int lifetime_cmd_is_init(json_t *cmd);
 /* The limits named by a container's labels (an object, or NULL): a missing label is no
  * limit, and so is an empty one (what a create writes over an image's). A label that
  * is not an integer in [LIFETIME_MIN_MS, LIFETIME_MAX_MS] is

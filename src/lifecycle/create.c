@@ -28,12 +28,14 @@
 #include <unistd.h>
 
 #include "base/rand.h"
+#include "codec/lifetime.h"
 #include "codec/paths.h"
 #include "codec/runspec.h"
 #include "codec/runtimes.h"
 #include "codec/sandboxes.h"
 #include "codec/upload.h"
 #include "codec/userspec.h"
+#include "engine/agent_place.h"
 #include "lifecycle/client.h"
 #include "lifecycle/lifetime.h"
 #include "napi/convert.h"
@@ -50,8 +52,10 @@ typedef enum {
   C_CHECK_IMAGE,
   C_CHECK_VOLUME,
   C_CHECK_RUNTIME,
+  C_INIT_ARCH,
   C_CREATE_VOLUME,
   C_CREATE_CONTAINER,
+  C_INIT_PLACE,
   C_START,
   C_OWNER,
   C_HELPER_CREATE,
@@ -80,6 +84,7 @@ typedef struct create_op {
   char *image_user;
   json_t *image_labels; /* the image's Config.Labels (an object), or NULL */
   lifetime_t lifetime; /* idle and lifetime limits (lifecycle/lifetime.h) */
+  const agent_image_t *init_img; /* the limits' init, placed before the start; NULL: none */
   char *seccomp_tmp;   /* Podman: the profile's private file until the create is answered */
   create_step_t step;
   http_req_t *req;
@@ -484,6 +489,15 @@ static http_req_t *helper_create_req(create_op_t *op) {
   return container_create_req(op, op->helper_name, body);
 }
 
+/* The init for the engine's architecture, when the package has one (otherwise the limits
+ * are kept by the shell loop: codec/lifetime.h). */
+static void choose_init(create_op_t *op) {
+  err_t none;
+  err_init(&none);
+  op->init_img = agent_place_image(op->eng, &none);
+  err_clear(&none);
+}
+
 /* The sandbox exists now: make its model, then learn its user's uid/gid. 1 when known at
  * once (go on), 0 when the lookup answers later (on_owner goes on), -1 with err set. */
 static int begin_owner(create_op_t *op, err_t *err) {
@@ -513,6 +527,16 @@ static void step_next(create_op_t *op) {
         req = http_req_new(op->eng, "GET", "/info");
         if (req) http_req_set_limit(req, RUNTIMES_MAX_INFO_BYTES);
         break;
+      case C_INIT_ARCH:
+        /* The limits' init needs a file placed before the start: a writable rootfs, and
+         * the binary for the engine's architecture (learnt once per engine). */
+        if (!lifetime_any(&op->lifetime) || op->o.readonly_rootfs) continue;
+        if (engine_arch(op->eng) != NULL) {
+          choose_init(op);
+          continue;
+        }
+        req = agent_version_req(op->eng);
+        break;
       case C_CREATE_VOLUME:
         if (!op->o.ws_ephemeral) continue;
         req = volume_create_req(op);
@@ -525,7 +549,7 @@ static void step_next(create_op_t *op) {
           body = runspec_build(&op->o, op->volume_name, &err);
         /* Every anvia.sandbox.* label is the package's: one the image carries and the
          * create does not set is written empty (the engine would merge the image's). */
-        if (body != NULL && (lifetime_apply(body, &op->lifetime) != 0 ||
+        if (body != NULL && (lifetime_apply(body, &op->lifetime, op->init_img != NULL) != 0 ||
                              labels_mask_reserved(json_object_get(body, "Labels"), op->image_labels) != 0)) {
           json_decref(body);
           body = NULL;
@@ -539,6 +563,14 @@ static void step_next(create_op_t *op) {
         op->container_attempted = 1;
         break;
       }
+      case C_INIT_PLACE:
+        if (op->init_img == NULL) continue;
+        req = agent_upload_req(op->eng, op->container_name, op->init_img, LIFETIME_INIT_NAME, &err);
+        if (req == NULL) {
+          fail(op, &err);
+          return;
+        }
+        break;
       case C_START:
         req = req_for(op, "POST", "/containers/%s/start", op->container_name);
         break;
@@ -682,6 +714,15 @@ static void on_resp(http_req_t *req, void *ud) {
     case C_CHECK_RUNTIME:
       check_runtime(op, req, &err);
       break;
+    case C_INIT_ARCH:
+      if (agent_version_answer(op->eng, req, &err) == 0) choose_init(op);
+      break;
+    case C_INIT_PLACE:
+      if (!ok) {
+        http_req_error(req, &err);
+        wrap_failure(&err, "Unable to place the sandbox's limits in its container.");
+      }
+      break;
     case C_INSPECT_PORTS:
       if (!ok) {
         http_req_error(req, &err);
@@ -732,7 +773,8 @@ static void create_cancel(op_t *o) {
   }
   if (op->rolling_back) return; /* a failure is being rolled back: it settles the op */
   op->cancelled_by_caller = 1;
-  int changing = op->step == C_CREATE_VOLUME || op->step == C_CREATE_CONTAINER || op->step == C_HELPER_CREATE ||
+  int changing = op->step == C_CREATE_VOLUME || op->step == C_CREATE_CONTAINER || op->step == C_INIT_PLACE ||
+                 op->step == C_HELPER_CREATE ||
                  op->step == C_HELPER_UPLOAD || op->step == C_HELPER_REMOVE || op->step == C_UPLOAD ||
                  op->step == C_START;
   if (changing && op->req != NULL) {

@@ -17,7 +17,10 @@
  *   limit (delivered as it thaws: the fork counts as activity, however long the copy
  *   took) -> unpause (refused as "not paused" when that signal already did) -> remove the
  *   helper -> create
- *   the fork (codec/forkspec.c) -> start it -> read its published ports.
+ *   the fork (codec/forkspec.c) -> [its first process is the limits' init: the engine's
+ *   architecture when not known, and the package's init placed in the fork, over the
+ *   copy the parent's filesystem held (codec/lifetime.h)] -> start it -> read its
+ *   published ports.
  * Rollback (a failure, or the caller's abort): unpause the parent if it is still paused,
  * remove the fork's container, the helper, the volume and the image; their errors are
  * kept beside the first one (an AggregateError, as createSandbox's). A container removal
@@ -39,6 +42,7 @@
 #include "codec/forkspec.h"
 #include "codec/frames.h"
 #include "codec/lifetime.h"
+#include "engine/agent_place.h"
 #include "codec/runspec.h"
 #include "codec/sandboxes.h"
 #include "engine/timer.h"
@@ -64,6 +68,8 @@ typedef enum {
   F_UNPAUSE,
   F_HELPER_REMOVE,
   F_CREATE,
+  F_INIT_ARCH,
+  F_INIT_PLACE,
   F_START,
   F_PORTS,
   F_FINISHED,
@@ -385,6 +391,11 @@ static void copy_failed(fork_op_t *op, http_req_t *logs, err_t *err) {
   buf_free(&text);
 }
 
+/* The fork copies its parent's command: is it the limits' init? */
+static int fork_runs_init(fork_op_t *op) {
+  return lifetime_cmd_is_init(json_object_get(json_object_get(op->ins, "Config"), "Cmd"));
+}
+
 static void step_next(fork_op_t *op) {
   err_t err;
   err_init(&err);
@@ -448,6 +459,21 @@ static void step_next(fork_op_t *op) {
         }
         req = create_req(op, op->fork_name, body);
         op->container_attempted = 1;
+        break;
+      }
+      case F_INIT_ARCH:
+        if (!fork_runs_init(op) || engine_arch(op->eng) != NULL) continue;
+        req = agent_version_req(op->eng);
+        break;
+      case F_INIT_PLACE: {
+        if (!fork_runs_init(op)) continue;
+        const agent_image_t *img = agent_place_image(op->eng, &err);
+        req = img ? agent_upload_req(op->eng, op->fork_name, img, LIFETIME_INIT_NAME, &err) : NULL;
+        if (req == NULL) {
+          if (!err_is_set(&err)) err_oom(&err);
+          fail(op, &err);
+          return;
+        }
         break;
       }
       case F_START:
@@ -558,6 +584,9 @@ static void on_resp(http_req_t *req, void *ud) {
       break;
     case F_SIGNAL:
       break; /* best effort: the unpause follows */
+    case F_INIT_ARCH:
+      agent_version_answer(op->eng, req, &err);
+      break;
     case F_UNPAUSE:
       if (unpaused_anyway(req)) {
         op->unpaused = 1;

@@ -1,7 +1,9 @@
 /*
  * resume.c - resumeSandbox: find the container by name, rebuild the configuration from
  * its labels exactly as the original does, refuse paused or dead containers, restart a
- * running one, start it, and read its published ports again.
+ * running one, start it, and read its published ports again. A sandbox whose first
+ * process is the limits' init (codec/lifetime.h) has the package's binary placed there
+ * again before the start, whatever the sandbox left at that path.
  */
 #include "lifecycle/resume.h"
 
@@ -11,6 +13,7 @@
 #include "codec/lifetime.h"
 #include "codec/runspec.h"
 #include "codec/sandboxes.h"
+#include "engine/agent_place.h"
 #include "lifecycle/client.h"
 #include "lifecycle/fork.h"
 #include "lifecycle/lifetime.h"
@@ -22,7 +25,7 @@
 #include "runtime/table.h"
 #include "sandbox/sandbox.h"
 
-typedef enum { R_INSPECT = 1, R_STOP, R_START, R_PORTS, R_DONE } resume_step_t;
+typedef enum { R_INSPECT = 1, R_STOP, R_INIT_ARCH, R_INIT_PLACE, R_START, R_PORTS, R_DONE } resume_step_t;
 
 typedef struct resume_op {
   op_t op;
@@ -33,6 +36,7 @@ typedef struct resume_op {
   http_req_t *req;
   sandbox_t *sb;
   int running;
+  int init; /* its command is the limits' init: placed again before the start */
   int *ports;
   size_t nports;
 } resume_op_t;
@@ -127,6 +131,18 @@ static int valid_inspection(json_t *ins) {
          json_is_object(json_object_get(ins, "State"));
 }
 
+/* The init could not be placed: the container is not started (what is at its path now
+ * may be the sandbox's own). */
+static void init_failed(err_t *err) {
+  err_t w;
+  err_init(&w);
+  err_sandbox(&w, err->code ? err->code : CODE_DOCKER_COMMAND_FAILED,
+              "Unable to place the sandbox's limits in its container before it starts: %s",
+              err->message ? err->message : "unknown error");
+  err_set_details(&w, err->details ? json_incref(err->details) : NULL);
+  err_move(err, &w);
+}
+
 static void on_resume_resp(http_req_t *req, void *ud) {
   resume_op_t *op = ud;
   op->req = NULL;
@@ -153,8 +169,11 @@ static void on_resume_resp(http_req_t *req, void *ud) {
         err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Docker returned invalid container metadata.");
       }
     }
+  } else if (op->step == R_INIT_ARCH) {
+    agent_version_answer(op->eng, req, &err);
   } else if (!ok && !(op->step == R_STOP && req->curl_result == CURLE_OK && req->status == 304)) {
     http_req_error(req, &err);
+    if (op->step == R_INIT_PLACE) init_failed(&err);
   }
   http_req_free(req);
   if (!err_is_set(&err) && op->step == R_INSPECT) {
@@ -166,6 +185,7 @@ static void on_resume_resp(http_req_t *req, void *ud) {
                     json_is_string(status) ? json_string_value(status) : "unknown");
       } else {
         op->running = json_is_true(json_object_get(state, "Running"));
+        op->init = lifetime_cmd_is_init(json_object_get(json_object_get(ins, "Config"), "Cmd"));
         if (configured_ports(ins, &op->ports, &op->nports) != 0) err_oom(&err);
       }
     }
@@ -188,6 +208,7 @@ static void resume_next(resume_op_t *op) {
   for (;;) {
     op->step++;
     const char *method = "GET", *fmt = NULL;
+    http_req_t *req = NULL;
     switch (op->step) {
       case R_INSPECT:
         fmt = "/containers/%s/json";
@@ -197,6 +218,22 @@ static void resume_next(resume_op_t *op) {
         method = "POST";
         fmt = "/containers/%s/stop";
         break;
+      case R_INIT_ARCH:
+        if (!op->init || engine_arch(op->eng) != NULL) continue;
+        req = agent_version_req(op->eng);
+        break;
+      case R_INIT_PLACE: {
+        if (!op->init) continue;
+        const agent_image_t *img = agent_place_image(op->eng, &err);
+        req = img ? agent_upload_req(op->eng, op->container_name, img, LIFETIME_INIT_NAME, &err) : NULL;
+        if (req == NULL) {
+          if (err_is_set(&err)) init_failed(&err);
+          else err_oom(&err);
+          resume_fail(op, &err);
+          return;
+        }
+        break;
+      }
       case R_START:
         method = "POST";
         fmt = "/containers/%s/start";
@@ -210,9 +247,11 @@ static void resume_next(resume_op_t *op) {
         op_settle(&op->op, NULL);
         return;
     }
-    char *esc = url_escape(op->container_name);
-    http_req_t *req = esc ? http_req_new(op->eng, method, fmt, esc) : NULL;
-    free(esc);
+    if (req == NULL) {
+      char *esc = url_escape(op->container_name);
+      req = esc ? http_req_new(op->eng, method, fmt, esc) : NULL;
+      free(esc);
+    }
     if (req == NULL) {
       err_oom(&err);
       resume_fail(op, &err);
