@@ -20,7 +20,7 @@
 #               give the same results (agent.test.js chooses its transport itself)
 #   stress      the lost-output stress test alone against Docker (its CPU burners would slow
 #               the suites beside it)
-#   runsc       the integration suites of every runtime operation with each sandbox under
+#   runsc       the integration suites of every runtime operation, and the limits, with each sandbox under
 #               gVisor (containerRuntime "runsc", registered by scripts/dockerd.sh)
 #   podman      the integration suites and the stress test against Podman (scripts/podman.sh)
 #   ssh         the same over ssh:// to the local Docker (scripts/sshd.sh)
@@ -224,7 +224,7 @@ ANVIA_SANDBOX_TRANSPORT=engine stage engine-path suites "${integration[@]}"
 stage stress suites test/integration/input-loss.stress.js
 # The integration suites of every runtime operation again, with every sandbox under gVisor
 # (test/helpers/docker.js baseOptions reads ANVIA_TEST_CONTAINER_RUNTIME).
-runsc_files=(test/integration/{lifecycle,exec,files,processes,agent,tree,tree-agent,stream,symlink-race}.test.js)
+runsc_files=(test/integration/{lifecycle,lifetime,exec,files,processes,agent,tree,tree-agent,stream,symlink-race}.test.js)
 ANVIA_TEST_CONTAINER_RUNTIME=runsc stage runsc suites "${runsc_files[@]}"
 
 # Whether this run starts the Podman service (and so stops it at the end) is decided here,

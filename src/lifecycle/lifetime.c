@@ -1,11 +1,14 @@
 /*
- * lifetime.c - the `lifetime` option and the activity tracker (see lifetime.h).
+ * lifetime.c - the `lifetime` option, the activity tracker and the lifetime watch (see
+ * lifetime.h).
  *
  * Owns: each tracker_t (attached to its sandbox) owns its timer (a libuv timer of its
  * own, unreferenced so that it never keeps Node alive, counted in the I/O context so the
- * environment's teardown waits for it to close) and its one request in flight. The
- * trackers of an environment are listed per thread (one environment per thread in Node),
- * so the teardown hook can end them before the I/O context closes.
+ * environment's teardown waits for it to close) and its one request in flight; with a
+ * lifetime limit, also the watch's timer (engine/timer.h, unreferenced), its one request
+ * and the StartedAt string of the run it watches. The trackers of an environment are
+ * listed per thread (one environment per thread in Node), so the teardown hook can end
+ * them before the I/O context closes.
  */
 #include "lifecycle/lifetime.h"
 
@@ -13,6 +16,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "engine/timer.h"
 #include "napi/convert.h"
 #include "napi/jsenv.h"
 #include "napi/values.h"
@@ -35,9 +39,18 @@ struct tracker {
   uint64_t last_sent; /* when the last signal was sent (ms, monotonic); 0: never */
   tick_t *tick;
   http_req_t *req;
+  /* the lifetime watch (max_ms > 0): learn the run's StartedAt, wait max_ms +
+   * LIFETIME_HOST_GRACE_MS, inspect again, stop the same run if it still runs */
+  int64_t max_ms;
+  int watch_stage;
+  sbx_timer_t *watch_timer;
+  http_req_t *watch_req;
+  char *started_at;
   int dead; /* torn down with its environment: only the memory is left */
   tracker_t *prev, *next;
 };
+
+enum { W_NONE = 0, W_LEARN, W_WAIT, W_CHECK, W_STOP, W_DONE };
 
 static const int TRACKER_KEY = 0;
 static _Thread_local tracker_t *live_trackers;
@@ -162,6 +175,76 @@ static void poke(tracker_t *t) {
   else tick_arm(t, t->period);
 }
 
+/* ---- the lifetime watch ---- */
+
+static void watch_send(tracker_t *t, const char *method, const char *fmt, int stage);
+
+/* State.StartedAt of a running container's inspection; NULL otherwise. */
+static const char *running_since(json_t *ins) {
+  json_t *state = json_object_get(ins, "State");
+  json_t *at = json_object_get(state, "StartedAt");
+  if (!json_is_true(json_object_get(state, "Running")) || !json_is_string(at)) return NULL;
+  return json_string_value(at);
+}
+
+static void on_watch_due(void *ud) {
+  tracker_t *t = ud;
+  t->watch_timer = NULL;
+  watch_send(t, "GET", "/containers/%s/json", W_CHECK);
+}
+
+static void on_watch_resp(http_req_t *req, void *ud) {
+  tracker_t *t = ud;
+  t->watch_req = NULL;
+  err_t err;
+  err_init(&err);
+  json_t *ins = t->watch_stage != W_STOP && http_req_ok(req) ? http_req_json(req, &err) : NULL;
+  err_clear(&err);
+  http_req_free(req);
+  const char *since = running_since(ins);
+  int stage = t->watch_stage;
+  t->watch_stage = W_DONE;
+  if (stage == W_LEARN && since != NULL && (t->started_at = strdup(since)) != NULL) {
+    t->watch_timer = sbx_timer_start(t->js->io, (uint64_t)t->max_ms + LIFETIME_HOST_GRACE_MS, on_watch_due, t);
+    sbx_timer_unref(t->watch_timer);
+    if (t->watch_timer != NULL) t->watch_stage = W_WAIT;
+  } else if (stage == W_CHECK && since != NULL && strcmp(since, t->started_at) == 0) {
+    /* The same run, past its limit: what held it is the sandbox's doing. */
+    watch_send(t, "POST", "/containers/%s/stop?t=1", W_STOP);
+  }
+  json_decref(ins);
+}
+
+/* One request of the watch; a request that cannot be made ends the watch (the container
+ * still enforces the limit itself). */
+static void watch_send(tracker_t *t, const char *method, const char *fmt, int stage) {
+  t->watch_stage = W_DONE;
+  if (t->dead || t->js->io->closing) return;
+  char *esc = url_escape(t->sb->container_name);
+  http_req_t *r = esc ? http_req_new(t->sb->eng, method, fmt, esc) : NULL;
+  free(esc);
+  if (r == NULL) return;
+  if (stage != W_STOP) http_req_set_limit(r, LIFETIME_MAX_INSPECT_BYTES);
+  err_t err;
+  err_init(&err);
+  if (http_req_start(r, on_watch_resp, t, &err) != 0) {
+    http_req_free(r);
+    err_clear(&err);
+    return;
+  }
+  t->watch_req = r;
+  t->watch_stage = stage;
+}
+
+static void watch_end(tracker_t *t) {
+  sbx_timer_cancel(t->watch_timer);
+  t->watch_timer = NULL;
+  http_req_free(t->watch_req);
+  t->watch_req = NULL;
+  free(t->started_at);
+  t->started_at = NULL;
+}
+
 /* ---- attaching and ending ---- */
 
 static void unlink_tracker(tracker_t *t) {
@@ -177,6 +260,7 @@ static void end_tracker(tracker_t *t) {
   http_req_free(t->req);
   t->req = NULL;
   tick_close(t);
+  watch_end(t);
   unlink_tracker(t);
 }
 
@@ -196,7 +280,7 @@ static void on_teardown(jsenv_t *js) {
 }
 
 int lifetime_track(jsenv_t *js, sandbox_t *sb, const lifetime_t *l, err_t *err) {
-  if (l->idle_ms <= 0 || sandbox_attached(sb, &TRACKER_KEY) != NULL) return 0;
+  if (!lifetime_any(l) || sandbox_attached(sb, &TRACKER_KEY) != NULL) return 0;
   tracker_t *t = calloc(1, sizeof(*t));
   if (t == NULL || jsenv_on_teardown(js, on_teardown) != 0) {
     free(t);
@@ -204,7 +288,8 @@ int lifetime_track(jsenv_t *js, sandbox_t *sb, const lifetime_t *l, err_t *err) 
   }
   t->sb = sb;
   t->js = js;
-  t->period = (uint64_t)l->idle_ms / 4;
+  t->period = l->idle_ms > 0 ? (uint64_t)l->idle_ms / 4 : 0;
+  t->max_ms = l->max_ms > 0 ? l->max_ms : 0;
   if (sandbox_attach(sb, &TRACKER_KEY, t, free_tracker) != 0) {
     free(t);
     return err_oom(err);
@@ -212,10 +297,15 @@ int lifetime_track(jsenv_t *js, sandbox_t *sb, const lifetime_t *l, err_t *err) 
   t->next = live_trackers;
   if (live_trackers) live_trackers->prev = t;
   live_trackers = t;
+  if (t->max_ms > 0) watch_send(t, "GET", "/containers/%s/json", W_LEARN);
   return 0;
 }
 
-static tracker_t *tracker_of(sandbox_t *sb) { return sb ? sandbox_attached(sb, &TRACKER_KEY) : NULL; }
+/* The tracker of a sandbox with an idle limit (activity is for those only). */
+static tracker_t *tracker_of(sandbox_t *sb) {
+  tracker_t *t = sb ? sandbox_attached(sb, &TRACKER_KEY) : NULL;
+  return t != NULL && t->period > 0 ? t : NULL;
+}
 
 void activity_begin(sandbox_t *sb) {
   tracker_t *t = tracker_of(sb);

@@ -2,9 +2,20 @@
  * lifetime.h - createSandbox's `lifetime` option, and the client's side of the idle
  * limit: telling a sandbox's container that it is in use.
  *
- * Owns: the activity tracker it attaches to a sandbox with an idle limit (freed with the
- * sandbox, or at the environment's teardown, whichever comes first): its timer and the
- * one signal request it may have in flight.
+ * Owns: the tracker it attaches to a sandbox with a limit (freed with the sandbox, or at
+ * the environment's teardown, whichever comes first): for an idle limit its timer and the
+ * one signal request it may have in flight; for a lifetime limit the watch's timer, its
+ * one request and the run's StartedAt.
+ *
+ * The lifetime limit, from outside (issue 23 item 6): the container keeps it itself, but
+ * where its code can stop process 1 (gVisor delivers SIGSTOP to init; the shell loop of a
+ * read-only rootfs has a `sleep` child), only the host can. So while this process lives,
+ * each handle of a sandbox with maxLifetimeMs learns its run's State.StartedAt when it is
+ * made (create, resume, fork), inspects the container again maxLifetimeMs +
+ * LIFETIME_HOST_GRACE_MS later, and stops it (POST /containers/{id}/stop?t=1: TERM, then
+ * KILL, which reaches a stopped process 1) if the same run is still running. A run
+ * started since (another client resumed it) is left alone; the watch never keeps Node
+ * alive.
  *
  * Idle, precisely: no runtime operation (any call of sandbox.runtime, whichever
  * transport carries it out) has started or been in progress for idleTimeoutMs. The
@@ -28,13 +39,19 @@
 #include "napi/jsenv.h"
 #include "sandbox/sandbox.h"
 
+/* How long past maxLifetimeMs the host's watch waits for the container's own stop. */
+#define LIFETIME_HOST_GRACE_MS 2000u
+/* An inspection the watch reads is at most this large (one container's, with its labels). */
+#define LIFETIME_MAX_INSPECT_BYTES (4u * 1024u * 1024u)
+
 /* options.lifetime: undefined or { idleTimeoutMs?, maxLifetimeMs? }, each an integer in
  * [LIFETIME_MIN_MS, LIFETIME_MAX_MS] when given. Zeros when absent. 0, or -1 with err set
  * (TypeError for a non-object, RangeError for a bad value). */
 int lifetime_read(napi_env env, napi_value options, lifetime_t *out, err_t *err);
 
-/* Attaches the activity tracker when `l` has an idle limit (nothing otherwise), for the
- * environment `js`. 0, or -1 with err set (out of memory). */
+/* Attaches the tracker when `l` has a limit (nothing otherwise), for the environment
+ * `js`; with a lifetime limit, its watch starts (an inspection sent now). 0, or -1 with
+ * err set (out of memory). */
 int lifetime_track(jsenv_t *js, sandbox_t *sb, const lifetime_t *l, err_t *err);
 
 /* An operation on the sandbox starts / ends (no-ops without a tracker). */

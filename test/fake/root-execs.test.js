@@ -15,11 +15,10 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { HANG_MS, DockerSandboxClient, startFakeEngine, until, answerFork } from "../helpers/fake-engine.js";
-import native from "../helpers/native.js";
+import native, { standInAgent } from "../helpers/native.js";
 
 const T = { timeout: HANG_MS };
 
@@ -36,13 +35,7 @@ const ROOT_ENV = [
   "LD_AUDIT=",
 ];
 
-const work = mkdtempSync(join(tmpdir(), "anvia-root-execs-"));
-test.after(() => rmSync(work, { recursive: true, force: true }));
-// A stand-in for the agent binary: only its bytes travel here.
-mkdirSync(join(work, "agents", "x86_64"), { recursive: true });
-const AGENT_BYTES = Buffer.from("#!/bin/true\nnot really the agent\n");
-writeFileSync(join(work, "agents", "x86_64", "anvia-agent"), AGENT_BYTES);
-native.setAgentDir(join(work, "agents"));
+const { work, bytes: AGENT_BYTES } = standInAgent(test, "anvia-root-execs-", Buffer.from("#!/bin/true\nnot really the agent\n"));
 
 // What a hostile user left where its PATH looks first, and where ENV and BASH_ENV point.
 const planted = join(work, "venv-bin");

@@ -1,7 +1,10 @@
 // Test-side access to the engine, independent of the code under test: raw Engine API
 // calls with node:http over the same socket, to check what the library did.
 import http from "node:http";
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 export const IMAGE = process.env.ANVIA_TEST_IMAGE ?? "anvia-sandbox/bookworm:local";
 export const BUSYBOX_IMAGE = process.env.ANVIA_BUSYBOX_IMAGE ?? "anvia-sandbox/busybox:local";
@@ -116,4 +119,16 @@ export function baseOptions(extra = {}) {
     ...(CONTAINER_RUNTIME ? { containerRuntime: CONTAINER_RUNTIME } : {}),
     ...extra,
   };
+}
+
+// The host's copy of the agent binary for this machine's architecture, found as
+// lib/native.js finds it, and the SHA-256 (hex) of its bytes.
+export function hostAgentBinary() {
+  const dirs = [process.env.ANVIA_SANDBOX_AGENT_DIR, "../../prebuilds/agent", "../../build-agent"].filter(Boolean);
+  const arch = process.arch === "arm64" ? "aarch64" : "x86_64";
+  const path = dirs
+    .map((d) => join(d.startsWith("../") ? fileURLToPath(new URL(d, import.meta.url)) : d, arch, "anvia-agent"))
+    .find((f) => existsSync(f));
+  if (path === undefined) throw new Error(`the host's agent binary is in none of ${dirs.join(", ")}`);
+  return { path, sha256: () => createHash("sha256").update(readFileSync(path)).digest("hex") };
 }

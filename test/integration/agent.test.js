@@ -9,14 +9,13 @@
 import test, { after } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { DockerSandboxClient, DockerSandboxError } from "../../lib/index.js";
-import { BUSYBOX_IMAGE, CONTAINER_RUNTIME, baseOptions, dockerExec } from "../helpers/docker.js";
+import { BUSYBOX_IMAGE, CONTAINER_RUNTIME, baseOptions, dockerExec, hostAgentBinary } from "../helpers/docker.js";
 import { isPodman } from "../helpers/engines.js";
 
 const client = new DockerSandboxClient({ transport: "agent" });
@@ -153,13 +152,7 @@ test("an agent that sends garbage: transport auto falls back to the engine path,
 // and nothing reaches past that container: the host's copy of the agent is unchanged,
 // another sandbox's agent serves as before, and the engine path still serves this one.
 test("a root sandbox that replaces its agent and kills it reaches only its own container", { timeout: 120_000 }, async () => {
-  // The host's copy, found as lib/native.js finds it.
-  const dirs = [process.env.ANVIA_SANDBOX_AGENT_DIR, "../../prebuilds/agent", "../../build-agent"].filter(Boolean);
-  const hostAgent = dirs
-    .map((d) => join(d.startsWith("../") ? fileURLToPath(new URL(d, import.meta.url)) : d, process.arch === "arm64" ? "aarch64" : "x86_64", "anvia-agent"))
-    .find((f) => existsSync(f));
-  assert.ok(hostAgent, `the host's agent binary, in one of ${dirs.join(", ")}`);
-  const digest = () => createHash("sha256").update(readFileSync(hostAgent)).digest("hex");
+  const digest = hostAgentBinary().sha256; // the host's copy, found as lib/native.js finds it
   const before = digest();
   const { sandbox, rt } = await make();
   const other = await make();
