@@ -5,6 +5,7 @@
 #                                        cross toolchain; the agent uses nothing that needs NSS)
 #   build-agent/asan/anvia-agent        x86_64 glibc with AddressSanitizer + UBSan (tests only)
 #   build-agent/<variant>/agent-unit-tests
+#   build-agent/<variant>/liar          a hostile agent for the tests (test/agent/c/liar.c)
 # Installs the Debian packages it needs (musl-tools, gcc-aarch64-linux-gnu, and
 # qemu-user-static for the aarch64 tests) when they are missing. Incremental: a variant is
 # rebuilt only when the hash of its sources and flags changed. The build id compiled in
@@ -54,12 +55,14 @@ HEADERS=("$ROOT"/src/agent/*.h "$ROOT/src/codec/agent_wire.h")
 # The unit tests link the agent's pure parts only (no main loop).
 UNIT_SRC=("$ROOT/test/agent/c/unit_tests.c" "$ROOT/src/agent/walk.c" "$ROOT/src/agent/util.c"
   "$ROOT/src/agent/procfs.c" "$ROOT/src/codec/agent_wire.c")
+# A hostile agent for real containers (test/integration/agent-liar.test.js plants it).
+LIAR_SRC=("$ROOT/test/agent/c/liar.c" "$ROOT/src/codec/agent_wire.c")
 WARN=(-std=c11 -Wall -Wextra -Werror)
 INC=(-I"$ROOT/src/agent" -I"$ROOT/src/codec")
 
 # The build id: sources, headers and this script, hashed.
 src_hash="$(cat "${AGENT_SRC[@]}" "${CODEC_SRC[@]}" "${HEADERS[@]}" "$0" | sha256sum | cut -c1-16)"
-unit_hash="$(cat "${UNIT_SRC[@]}" "${HEADERS[@]}" "$0" | sha256sum | cut -c1-16)"
+unit_hash="$(cat "${UNIT_SRC[@]}" "${LIAR_SRC[@]}" "${HEADERS[@]}" "$0" | sha256sum | cut -c1-16)"
 
 # build <variant> <compiler> <flags...>: the agent and the unit tests of one variant.
 build() {
@@ -73,7 +76,8 @@ build() {
   fi
   mkdir -p "$dir"
   local stamp="$src_hash/$unit_hash/${flags[*]}"
-  if [ -x "$dir/anvia-agent" ] && [ -x "$dir/agent-unit-tests" ] && [ "$(cat "$dir/.stamp" 2>/dev/null)" = "$stamp" ]; then
+  if [ -x "$dir/anvia-agent" ] && [ -x "$dir/agent-unit-tests" ] && [ -x "$dir/liar" ] &&
+    [ "$(cat "$dir/.stamp" 2>/dev/null)" = "$stamp" ]; then
     return 0
   fi
   say "$variant: building"
@@ -81,8 +85,10 @@ build() {
     "${AGENT_SRC[@]}" "${CODEC_SRC[@]}" -o "$dir/anvia-agent.tmp"
   "$cc" "${WARN[@]}" "${INC[@]}" "${flags[@]}" -DAGENT_BUILD="\"$src_hash\"" \
     "${UNIT_SRC[@]}" -o "$dir/agent-unit-tests.tmp"
+  "$cc" "${WARN[@]}" "${INC[@]}" "${flags[@]}" "${LIAR_SRC[@]}" -o "$dir/liar.tmp"
   mv "$dir/anvia-agent.tmp" "$dir/anvia-agent"
   mv "$dir/agent-unit-tests.tmp" "$dir/agent-unit-tests"
+  mv "$dir/liar.tmp" "$dir/liar"
   printf '%s' "$stamp" >"$dir/.stamp"
 }
 

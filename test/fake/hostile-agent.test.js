@@ -7,10 +7,6 @@
 //  - a listing RESULT whose count is not what was sent, a reply for another request id;
 //  - importTree toward an agent that never reads: with a HELLO offering 2 GiB of credit,
 //    the host still queues at most a few MiB (its write queue is bounded, the offer is
-//    clamped) and stops taking the source; an agent that grants more credit than it was
-//    sent bytes (gigabytes at once) is a protocol violation, for importTree and writeFile.
-//  - importTree toward an agent that never reads: with a HELLO offering 2 GiB of credit,
-//    the host still queues at most a few MiB (its write queue is bounded, the offer is
 //    clamped) and stops taking the source; 24 imports at once hold their own buffers and
 //    one write queue, not their credit too; requests piling up past 8 MiB toward it end
 //    the connection; an agent that grants more credit than it was sent bytes (gigabytes
@@ -20,6 +16,8 @@
 //    queue resumes as its writes complete);
 //  - a frame header announcing more than 1 MiB: refused on its 12 bytes;
 //  - a reply that never comes: the caller's abort ends the call.
+// The same kinds of lie from a static liar planted in a real container, with the host's
+// RSS measured in a process that runs no double: test/integration/agent-liar.test.js.
 // Memory: process.memoryUsage().rss sampled before and during each attack (each sample
 // taken as the attack goes, by bytes sent or taken: never by time); the bound asserted
 // is generous (64 MiB) while each attack offers 1 GiB.
