@@ -44,7 +44,10 @@
  * Exit 90: no workdir; 91: a symbolic link (its path on stderr); 92: not a directory or
  * cannot be made; 93: cannot be entered; 94: a directory where a file goes; 95: cannot
  * move; 97: the stream ended before its marker; 98: tar failed (its message on stderr); 99:
- * tar's progress cannot be read (/proc/<pid>/io), without which stdin has no bound.
+ * tar's progress cannot be read (/proc/<pid>/io), without which stdin has no bound. A tar
+ * whose io file is not readable yet (mid-exec) or no longer (it already ended) is not that:
+ * 99 only when the script's own /proc/$$/io is unreadable, or tar's stays so while it runs
+ * for 500 checks 20 ms apart.
  */
 extern const char TREE_IMPORT_SCRIPT[];
 

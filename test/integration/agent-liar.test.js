@@ -15,6 +15,9 @@ import { baseOptions, dockerExec } from "../helpers/docker.js";
 import { expectCode, mib } from "../helpers/fake-engine.js";
 
 const T = { timeout: 120_000 };
+// RSS growth allowed, in MiB: the sanitizer stage's redzones, 16 MiB quarantine and shadow
+// memory (measured 23.3 MiB there against 5.1 MiB on the release build) get four times.
+const BOUND = process.env.ANVIA_SANDBOX_BUILD === "asan" ? 64 : 16;
 const arch = process.arch === "arm64" ? "aarch64" : "x86_64";
 const LIAR = fileURLToPath(new URL(`../../build-agent/${arch}/liar`, import.meta.url));
 const client = new DockerSandboxClient({ transport: "agent" });
@@ -50,7 +53,7 @@ test("endless listing records within the host's credit: refused at the 100001st 
   await expectCode(rt.listFiles({ path: "." }), "docker_command_failed", /sandbox agent sent more listing entries than the 100000 asked for/);
   const grown = mib(process.memoryUsage().rss - rss);
   console.log(`# RSS growth under an endless listing: ${grown.toFixed(1)} MiB`);
-  assert.ok(grown < 16, `RSS grew ${grown.toFixed(1)} MiB`);
+  assert.ok(grown < BOUND, `RSS grew ${grown.toFixed(1)} MiB`);
 });
 
 test("a reply for a request id the host never sent ends the connection", T, async () => {
@@ -62,7 +65,7 @@ test("a WINDOW returning more credit than the host sent is a protocol violation"
   await lie("window-lie");
   const rss = process.memoryUsage().rss;
   await expectCode(rt.writeFile({ path: "f.bin", data: new Uint8Array(4 << 20) }), "docker_command_failed", /sandbox agent sent a WINDOW for more bytes than it was sent/);
-  assert.ok(mib(process.memoryUsage().rss - rss) < 16);
+  assert.ok(mib(process.memoryUsage().rss - rss) < BOUND);
 });
 
 test("a reply that never comes: the caller's abort ends the call with its reason", T, async () => {
