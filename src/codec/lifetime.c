@@ -43,14 +43,14 @@ json_t *lifetime_cmd(const lifetime_t *l, int with_init) {
   char idle[32], max[32];
   snprintf(idle, sizeof(idle), "%lld", (long long)(l->idle_ms > 0 ? l->idle_ms : 0));
   snprintf(max, sizeof(max), "%lld", (long long)(l->max_ms > 0 ? l->max_ms : 0));
-  if (with_init) return json_pack("[s, s, s, s]", LIFETIME_INIT_PATH, "init", idle, max);
+  if (with_init) return json_pack("[s, s, s, s]", LIFETIME_INIT_PATH, LIFETIME_INIT_MODE, idle, max);
   return json_pack("[s, s, s, s, s, s]", "sh", "-c", LIFETIME_SCRIPT, LIFETIME_ARGV0, idle, max);
 }
 
 int lifetime_cmd_is_init(json_t *cmd) {
   json_t *first = json_array_get(cmd, 0), *mode = json_array_get(cmd, 1);
   return json_array_size(cmd) == 4 && json_is_string(first) && strcmp(json_string_value(first), LIFETIME_INIT_PATH) == 0 &&
-         json_is_string(mode) && strcmp(json_string_value(mode), "init") == 0;
+         json_is_string(mode) && strcmp(json_string_value(mode), LIFETIME_INIT_MODE) == 0;
 }
 
 static int set_number_label(json_t *labels, const char *name, int64_t v) {

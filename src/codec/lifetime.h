@@ -45,6 +45,7 @@
 #define LIFETIME_INIT_DIR "/.anvia"
 #define LIFETIME_INIT_NAME "init"
 #define LIFETIME_INIT_PATH LIFETIME_INIT_DIR "/" LIFETIME_INIT_NAME
+#define LIFETIME_INIT_MODE "init" /* argv[1]: the agent's mode (src/agent/main.c) */
 
 extern const char LIFETIME_SCRIPT[];
 

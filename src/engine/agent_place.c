@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "codec/lifetime.h"
 #include "codec/tar.h"
 
 http_req_t *agent_version_req(engine_t *eng) { return http_req_new(eng, "GET", "/version"); }
@@ -59,4 +60,9 @@ fail:
   free(esc);
   if (!err_is_set(err)) err_oom(err);
   return NULL;
+}
+
+http_req_t *agent_init_upload_req(engine_t *eng, const char *container, err_t *err) {
+  const agent_image_t *img = agent_place_image(eng, err);
+  return img != NULL ? agent_upload_req(eng, container, img, LIFETIME_INIT_NAME, err) : NULL;
 }

@@ -28,5 +28,8 @@ const agent_image_t *agent_place_image(engine_t *eng, err_t *err);
  * it refuse. NULL with err set. */
 http_req_t *agent_upload_req(engine_t *eng, const char *container, const agent_image_t *img, const char *name,
                              err_t *err);
+/* agent_upload_req of the binary for the engine's architecture (agent_place_image) under
+ * LIFETIME_INIT_NAME: the limits' init (codec/lifetime.h). NULL with err set. */
+http_req_t *agent_init_upload_req(engine_t *eng, const char *container, err_t *err);
 
 #endif

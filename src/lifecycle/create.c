@@ -84,7 +84,7 @@ typedef struct create_op {
   char *image_user;
   json_t *image_labels; /* the image's Config.Labels (an object), or NULL */
   lifetime_t lifetime; /* idle and lifetime limits (lifecycle/lifetime.h) */
-  const agent_image_t *init_img; /* the limits' init, placed before the start; NULL: none */
+  int with_init; /* the limits' init is process 1: placed between the create and the start */
   char *seccomp_tmp;   /* Podman: the profile's private file until the create is answered */
   create_step_t step;
   http_req_t *req;
@@ -489,12 +489,12 @@ static http_req_t *helper_create_req(create_op_t *op) {
   return container_create_req(op, op->helper_name, body);
 }
 
-/* The init for the engine's architecture, when the package has one (otherwise the limits
- * are kept by the shell loop: codec/lifetime.h). */
+/* The init, when the package has a binary for the engine's architecture (otherwise the
+ * limits are kept by the shell loop: codec/lifetime.h). */
 static void choose_init(create_op_t *op) {
   err_t none;
   err_init(&none);
-  op->init_img = agent_place_image(op->eng, &none);
+  op->with_init = agent_place_image(op->eng, &none) != NULL;
   err_clear(&none);
 }
 
@@ -549,7 +549,7 @@ static void step_next(create_op_t *op) {
           body = runspec_build(&op->o, op->volume_name, &err);
         /* Every anvia.sandbox.* label is the package's: one the image carries and the
          * create does not set is written empty (the engine would merge the image's). */
-        if (body != NULL && (lifetime_apply(body, &op->lifetime, op->init_img != NULL) != 0 ||
+        if (body != NULL && (lifetime_apply(body, &op->lifetime, op->with_init) != 0 ||
                              labels_mask_reserved(json_object_get(body, "Labels"), op->image_labels) != 0)) {
           json_decref(body);
           body = NULL;
@@ -564,8 +564,8 @@ static void step_next(create_op_t *op) {
         break;
       }
       case C_INIT_PLACE:
-        if (op->init_img == NULL) continue;
-        req = agent_upload_req(op->eng, op->container_name, op->init_img, LIFETIME_INIT_NAME, &err);
+        if (!op->with_init) continue;
+        req = agent_init_upload_req(op->eng, op->container_name, &err);
         if (req == NULL) {
           fail(op, &err);
           return;

@@ -42,9 +42,9 @@
 #include "codec/forkspec.h"
 #include "codec/frames.h"
 #include "codec/lifetime.h"
-#include "engine/agent_place.h"
 #include "codec/runspec.h"
 #include "codec/sandboxes.h"
+#include "engine/agent_place.h"
 #include "engine/timer.h"
 #include "lifecycle/lifetime.h"
 #include "napi/convert.h"
@@ -465,17 +465,14 @@ static void step_next(fork_op_t *op) {
         if (!fork_runs_init(op) || engine_arch(op->eng) != NULL) continue;
         req = agent_version_req(op->eng);
         break;
-      case F_INIT_PLACE: {
+      case F_INIT_PLACE:
         if (!fork_runs_init(op)) continue;
-        const agent_image_t *img = agent_place_image(op->eng, &err);
-        req = img ? agent_upload_req(op->eng, op->fork_name, img, LIFETIME_INIT_NAME, &err) : NULL;
+        req = agent_init_upload_req(op->eng, op->fork_name, &err);
         if (req == NULL) {
-          if (!err_is_set(&err)) err_oom(&err);
           fail(op, &err);
           return;
         }
         break;
-      }
       case F_START:
         req = req_for(op, "POST", "/containers/%s/start", op->fork_name);
         break;

@@ -222,18 +222,15 @@ static void resume_next(resume_op_t *op) {
         if (!op->init || engine_arch(op->eng) != NULL) continue;
         req = agent_version_req(op->eng);
         break;
-      case R_INIT_PLACE: {
+      case R_INIT_PLACE:
         if (!op->init) continue;
-        const agent_image_t *img = agent_place_image(op->eng, &err);
-        req = img ? agent_upload_req(op->eng, op->container_name, img, LIFETIME_INIT_NAME, &err) : NULL;
+        req = agent_init_upload_req(op->eng, op->container_name, &err);
         if (req == NULL) {
-          if (err_is_set(&err)) init_failed(&err);
-          else err_oom(&err);
+          init_failed(&err);
           resume_fail(op, &err);
           return;
         }
         break;
-      }
       case R_START:
         method = "POST";
         fmt = "/containers/%s/start";

@@ -27,10 +27,10 @@
 static uint8_t in[AW_HEADER_LEN + AW_MAX_PAYLOAD];
 static uint8_t out[AW_HEADER_LEN + AW_MAX_PAYLOAD];
 
-static int read_full(void *p, size_t n) {
-  uint8_t *b = p;
+/* All n bytes read from stdin (writing 0) or written to stdout (writing 1), or -1. */
+static int full(uint8_t *b, size_t n, int writing) {
   while (n > 0) {
-    ssize_t r = read(0, b, n);
+    ssize_t r = writing ? write(1, b, n) : read(0, b, n);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return -1;
     b += r;
@@ -39,29 +39,17 @@ static int read_full(void *p, size_t n) {
   return 0;
 }
 
-static int write_full(const void *p, size_t n) {
-  const uint8_t *b = p;
-  while (n > 0) {
-    ssize_t w = write(1, b, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    b += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
 /* The next frame from the host: header decoded, payload in `in` after it. */
 static int next_frame(aw_header_t *h, const uint8_t **payload) {
-  if (read_full(in, AW_HEADER_LEN) != 0) return -1;
+  if (full(in, AW_HEADER_LEN, 0) != 0) return -1;
   size_t flen;
   if (aw_frame_parse(in, AW_HEADER_LEN, AW_FROM_HOST, h, payload, &flen) < 0) return -1;
-  if (h->len > AW_MAX_PAYLOAD || read_full(in + AW_HEADER_LEN, h->len) != 0) return -1;
+  if (h->len > AW_MAX_PAYLOAD || full(in + AW_HEADER_LEN, h->len, 0) != 0) return -1;
   *payload = in + AW_HEADER_LEN;
   return 0;
 }
 
-static int send_writer(aw_writer_t *w) { return w->overflow ? -1 : write_full(w->p, w->len); }
+static int send_writer(aw_writer_t *w) { return w->overflow ? -1 : full(w->p, w->len, 1); }
 
 static int pong(const aw_header_t *h, const uint8_t *p) {
   aw_writer_t w;
