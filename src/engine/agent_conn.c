@@ -6,8 +6,14 @@
  *   -> PROBE (HEAD of the binary's path; skipped for a read-only rootfs)
  *   -> PLACE (archive upload, or the exec that writes it into the tmpfs)
  *   -> CREATE (POST /containers/{name}/exec with stdin attached)
- *   -> HELLO (the hijacked stream; HOST_HELLO sent, the agent's HELLO awaited)
+ *   -> HELLO (the hijacked stream; HOST_HELLO and a PING sent, the agent's HELLO and the
+ *      PONG awaited: the HELLO shows its output arrives, the PONG that its input does)
  *   -> READY.
+ * The PONG matters: an engine under load has been seen (Podman 4.3, two busy cores) to
+ * start an exec whose output flows while its input never arrives; without the PONG the
+ * requests were sent into it, and failed once the agent gave up on a silent host. With
+ * it, such a connection fails before any request is sent: the calls waiting go to the
+ * engine (transport "auto") and the next call connects again.
  * Everything the agent sends is checked (codec/agent_wire.c) before it is used: a frame
  * that does not parse, data beyond the credit granted, a reply to no request, a result that
  * does not decode: the agent is lying, and the connection fails like a dead one.
@@ -95,6 +101,8 @@ struct agent_conn {
   uint32_t next_id;
   uint64_t last_rx_ms;
   int pings_unanswered;
+  int said_hello; /* a valid HELLO came (ST_HELLO until the connect PONG has come too) */
+  int heard_pong; /* the PONG of the connect PING came */
   int tx_waiting;  /* a request's data waits for the write queue to fall (AGENT_TX_LOW) */
   int tx_overflow; /* the write queue passed AGENT_TX_LIMIT: failing from the timer */
   agent_req_t *reqs;
@@ -217,9 +225,13 @@ static int put_window(aw_writer_t *w, void *arg) {
 
 static int put_cancel(aw_writer_t *w, void *arg) { return aw_put_cancel(w, *(uint32_t *)arg); }
 
+/* PING ids are not requests' (those count up from 1): the heartbeat's, and the one sent
+ * with HOST_HELLO whose PONG shows the agent's input arrives. */
+#define PING_HEARTBEAT 0xffffffffu
+#define PING_CONNECT 0xfffffffeu
+
 static int put_ping(aw_writer_t *w, void *arg) {
-  (void)arg;
-  return aw_put_ping(w, AW_T_PING, 0xffffffffu, "anvia", 5); /* not a request's: ids count up from 1 */
+  return aw_put_ping(w, AW_T_PING, arg == NULL ? PING_HEARTBEAT : *(uint32_t *)arg, "anvia", 5);
 }
 
 static int put_host_hello(aw_writer_t *w, void *arg) {
@@ -461,6 +473,8 @@ static void drop_connection(agent_conn_t *c) {
   c->exec_id = NULL;
   buf_reset(&c->rx);
   c->pid = 0;
+  c->said_hello = 0;
+  c->heard_pong = 0;
   c->tx_waiting = 0;
   c->tx_overflow = 0;
 }
@@ -506,22 +520,39 @@ static int is_lie(agent_conn_t *c, const char *what) {
   return -1;
 }
 
-static int on_hello(agent_conn_t *c, const uint8_t *p, size_t len) {
-  aw_hello_t m;
-  if (c->state != ST_HELLO || aw_dec_hello(p, len, &m) != AW_OK || m.magic != AW_MAGIC ||
-      m.version_min > AW_VERSION || m.version_max < AW_VERSION || m.in_window == 0)
-    return is_lie(c, "a HELLO this host does not understand");
-  /* The initial credit toward the agent: what it offers, at most AGENT_MAX_IN_WINDOW. */
-  c->in_window = m.in_window < AGENT_MAX_IN_WINDOW ? m.in_window : AGENT_MAX_IN_WINDOW;
-  c->pid = m.pid;
+/* HELLO and the connect PONG both came: requests may go. */
+static void become_ready(agent_conn_t *c) {
   c->state = ST_READY;
   c->failures = 0;
   /* The HELLO deadline is over: the heartbeat starts (the agent exits after
    * AGENT_SILENCE_MS without a byte from the host, idle or not: a transfer held back by
    * its consumer sends nothing else). */
   arm_timer(c, AGENT_HEARTBEAT_MS);
-  trace_event("agent ready: pid %u, caps 0x%x", (unsigned)m.pid, (unsigned)m.caps);
-  return 1;
+  trace_event("agent ready: pid %u", (unsigned)c->pid);
+  wake_waiters(c, NULL);
+}
+
+static int on_hello(agent_conn_t *c, const uint8_t *p, size_t len) {
+  aw_hello_t m;
+  if (c->state != ST_HELLO || c->said_hello || aw_dec_hello(p, len, &m) != AW_OK || m.magic != AW_MAGIC ||
+      m.version_min > AW_VERSION || m.version_max < AW_VERSION || m.in_window == 0)
+    return is_lie(c, "a HELLO this host does not understand");
+  /* The initial credit toward the agent: what it offers, at most AGENT_MAX_IN_WINDOW. */
+  c->in_window = m.in_window < AGENT_MAX_IN_WINDOW ? m.in_window : AGENT_MAX_IN_WINDOW;
+  c->pid = m.pid;
+  c->said_hello = 1;
+  trace_event("agent hello: pid %u, caps 0x%x", (unsigned)m.pid, (unsigned)m.caps);
+  if (c->heard_pong) become_ready(c);
+  return 0;
+}
+
+static int on_pong(agent_conn_t *c, const aw_header_t *h, const uint8_t *p) {
+  if (aw_dec_ping(p, h->len) != AW_OK) return is_lie(c, "a bad PONG");
+  if (c->state != ST_HELLO || h->id != PING_CONNECT) return 0;
+  if (c->heard_pong) return is_lie(c, "a second PONG for one PING");
+  c->heard_pong = 1;
+  if (c->said_hello) become_ready(c);
+  return 0;
 }
 
 /* A request's frame: decoded by type, checked against what was granted, delivered. */
@@ -598,14 +629,10 @@ static int on_frame(agent_conn_t *c, const aw_header_t *h, const uint8_t *p) {
   c->last_rx_ms = now_ms();
   c->pings_unanswered = 0;
   switch (h->type) {
-    case AW_T_HELLO: {
-      int rc = on_hello(c, p, h->len);
-      if (rc < 0) return -1;
-      wake_waiters(c, NULL);
-      return c->state == ST_READY ? 0 : -1;
-    }
+    case AW_T_HELLO:
+      return on_hello(c, p, h->len);
     case AW_T_PONG:
-      return aw_dec_ping(p, h->len) == AW_OK ? 0 : is_lie(c, "a bad PONG");
+      return on_pong(c, h, p);
     case AW_T_ERROR:
       if (h->id == 0) {
         /* The agent is about to exit; the stream's end will follow. */
@@ -652,7 +679,7 @@ static void on_stream_data(void *ud, int stream, const uint8_t *data, size_t len
 
 static void on_stream_end(void *ud, err_t *err) {
   agent_conn_t *c = ud;
-  int before_hello = c->state != ST_READY;
+  int before_hello = !c->said_hello && c->state != ST_READY;
   err_t e;
   err_init(&e);
   const char *said = diag_text(c);
@@ -732,8 +759,14 @@ static void on_tick(void *ud) {
     fail_with(c, 0, "%s", TX_OVERFLOW_MSG);
     return;
   }
-  if (c->state == ST_HELLO) {
+  if (c->state == ST_HELLO && !c->said_hello) {
     fail_with(c, 1, "The sandbox agent did not answer within %s ms.", "15000");
+    return;
+  }
+  if (c->state == ST_HELLO) {
+    /* It started and speaks, but what is sent to it does not arrive: not this container's
+     * fault for good (counted against AGENT_MAX_RETRIES like any failed connection). */
+    fail_with(c, 0, "The sandbox agent's input did not arrive within %s ms.", "15000");
     return;
   }
   if (c->state != ST_READY) return;
@@ -775,6 +808,8 @@ static void on_created(http_req_t *req, void *ud) {
     return;
   }
   send_small(c, put_host_hello, NULL);
+  uint32_t connect_ping = PING_CONNECT;
+  send_small(c, put_ping, &connect_ping);
   arm_timer(c, AGENT_HELLO_TIMEOUT_MS);
   /* The HELLO deadline is on_tick's first job; the HELLO starts the heartbeat. */
 }

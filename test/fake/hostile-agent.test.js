@@ -15,7 +15,9 @@
 //    that reads but grants nothing a writeFile of its whole HELLO credit (the bounded
 //    queue resumes as its writes complete);
 //  - a frame header announcing more than 1 MiB: refused on its 12 bytes;
-//  - a reply that never comes: the caller's abort ends the call.
+//  - a reply that never comes: the caller's abort ends the call;
+//  - an agent whose input never arrives (HELLO, but no PONG for the connect PING): no
+//    request is sent to it, and the next call connects again.
 // The same kinds of lie from a static liar planted in a real container, with the host's
 // RSS measured in a process that runs no double: test/integration/agent-liar.test.js.
 // Memory: process.memoryUsage().rss sampled before and during each attack (each sample
@@ -274,6 +276,20 @@ test("a reply that never comes: the caller's abort ends the call and the agent k
   await assert.rejects(pending, { name: "AbortError" });
   assert.deepEqual(await runtime.listFiles({ path: "." }), []);
   assert.equal(served.agents.length, 1);
+});
+
+test("an agent whose input never arrives (its HELLO comes, the connect PING's PONG never does): no request goes to it, the call fails before, the next call connects again", T, async (t) => {
+  // What an engine under load was seen to do (Podman 4.3): the exec's output flows, its
+  // input never arrives. The host waits for the PONG of the PING it sent with HOST_HELLO
+  // (15 s at most) before any request is routed to the agent.
+  const options = { answerPings: false };
+  const { runtime, served } = await hostileSandbox(t, { list: (agent, req) => agent.send(agentEnc.listResult(req.id, 0)) }, options);
+  await expectCode(runtime.listFiles({ path: "." }), "docker_unavailable", /The sandbox agent's input did not arrive within 15000 ms/);
+  assert.equal(served.agents.length, 1);
+  assert.deepEqual(served.agents[0].requests, [], "no request was sent to an agent whose input is not known to arrive");
+  options.answerPings = true; // the next agent's input arrives: it is not refused for good
+  assert.deepEqual(await runtime.listFiles({ path: "." }), []);
+  assert.equal(served.agents.length, 2);
 });
 
 // An import source of `total` bytes in files of 8 MiB (under maxFileBytes), taken a MiB
