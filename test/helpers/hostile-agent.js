@@ -21,10 +21,12 @@
 // and the encoders below (agentEnc) make its frames. PINGs are answered unless
 // `answerPings: false`; HOST_HELLO is accepted; requests without a handler never get a
 // reply (the "reply that never comes").
+import { spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { T, S, F_END, HEADER, MAX_PAYLOAD, MAX_DATA, IN_WINDOW } from "../agent/lib/wire.js";
 import { frame as muxFrame, upgradeHead } from "./fake-engine.js";
 import { native } from "../../lib/native.js";
@@ -265,23 +267,33 @@ class HostileAgent extends EventEmitter {
  * fields: inWindow, ...), `answerPings`. Returns { agents, next() }: every agent started,
  * and a promise of the next one.
  */
-export function serveHostileAgent(fake, handlers = {}, options = {}) {
-  const agents = [];
-  const started = new EventEmitter();
+/**
+ * The engine's side of the agent transport: GET /version with an Arch, the placement
+ * probe answered "there" (so no upload: what a root sandbox that replaced the binary
+ * leaves behind), and each POST /exec/{id}/start of the agent's binary hijacked and
+ * handed to start(stdin, req, res, ctx). The agent consumes what it reads: the fake's
+ * copy of every stdin byte (for readAll) would be memory of this process that the host
+ * did not hold, so none is kept.
+ */
+function serveAgentTransport(fake, start) {
   fake.route("GET", "/version", (req, res) => res.json(200, { ApiVersion: fake.apiVersion, Version: "20.10.0-fake", Arch: "amd64", Os: "linux" }));
-  // The placement probe: the binary is there (so no upload; what a root sandbox that
-  // replaced it leaves behind).
   fake.route("HEAD", "/containers/:name/archive", (req, res, ctx) => {
     if (!String(req.query.path ?? "").startsWith("/.anvia/agent-")) return ctx.next();
     res.empty(200, {});
   });
-  fake.route("POST", "/exec/:id/start", async (req, res, ctx) => {
+  fake.route("POST", "/exec/:id/start", (req, res, ctx) => {
     const cmd = ctx.exec?.body?.Cmd ?? [];
     if (!String(cmd[0] ?? "").startsWith("/.anvia/agent-")) return ctx.next();
     const stdin = ctx.conn.hijack();
-    // The agent consumes what it reads: the fake's copy of every stdin byte (for readAll)
-    // would be memory of this process that the host did not hold.
     stdin.received = { push() {} };
+    return start(stdin, req, res, ctx);
+  });
+}
+
+export function serveHostileAgent(fake, handlers = {}, options = {}) {
+  const agents = [];
+  const started = new EventEmitter();
+  serveAgentTransport(fake, async (stdin, req, res, ctx) => {
     const agent = new HostileAgent(handlers, ctx.conn, res, options);
     agent.exec = ctx.exec;
     ctx.exec.Running = true;
@@ -300,6 +312,46 @@ export function serveHostileAgent(fake, handlers = {}, options = {}) {
     agents,
     next: () => new Promise((resolve) => started.once("agent", resolve)),
   };
+}
+
+/** The static liar of test/agent/c/liar.c for this machine (scripts/build-agent.sh). */
+export const LIAR = fileURLToPath(new URL(`../../build-agent/${process.arch === "arm64" ? "aarch64" : "x86_64"}/liar`, import.meta.url));
+
+/**
+ * Makes `fake` serve the agent transport with the static liar (test/agent/c/liar.c) as
+ * the agent, the program the real-container tests plant (test/integration/agent-liar.test.js),
+ * so the sanitizer stage meets the same lies without Docker. Each hijacked exec of the
+ * agent starts a liar process whose stdin and stdout are the stream's two directions, with
+ * back-pressure both ways (a liar that stops reading stops this side reading the host). It
+ * reads its lie from `dir`/liar.mode at each request and notes each request in
+ * `dir`/liar.seen. Returns { liars }: every liar process started.
+ */
+export function serveLiar(fake, dir) {
+  const liars = [];
+  serveAgentTransport(fake, async (stdin, req, res, ctx) => {
+    const socket = ctx.conn.socket;
+    const liar = spawn(LIAR, [], { env: { ANVIA_LIAR_DIR: dir }, stdio: ["pipe", "pipe", "inherit"] });
+    liars.push(liar);
+    ctx.exec.Running = true;
+    liar.stdin.on("error", () => {});
+    await res.write(upgradeHead());
+    stdin.on("data", (chunk) => {
+      if (liar.stdin.write(chunk)) return;
+      socket.pause();
+      liar.stdin.once("drain", () => socket.resume());
+    });
+    stdin.on("end", () => liar.stdin.end());
+    socket.on("close", () => liar.kill("SIGKILL"));
+    liar.stdout.on("data", async (chunk) => {
+      liar.stdout.pause();
+      if (await res.write(muxFrame(1, chunk))) liar.stdout.resume();
+    });
+    liar.on("exit", () => {
+      ctx.exec.Running = false;
+      res.end();
+    });
+  });
+  return { liars };
 }
 
 /**
