@@ -7,9 +7,13 @@
  * the sandbox plants, whatever it swaps while the call runs. A write lands in a temporary
  * file renamed over the target. A listing's names are bytes (length-prefixed on the wire):
  * they are decoded as the engine path decodes them (ill-formed UTF-8 replaced by U+FFFD).
- * Errors carry the engine path's messages.
+ * Errors carry the engine path's messages. A listing has the engine path's deadline, the
+ * runtime's commandTimeoutMs (there the deadline of its find): an agent that never
+ * answers (or a directory that takes longer) fails the call as a timed-out find does, and
+ * the request is cancelled; the connection stays.
  *
- * Owns: each operation its request (path, data), the bytes read, the entries listed.
+ * Owns: each operation its request (path, data), the bytes read, the entries listed, and
+ * a listing its deadline's timer.
  */
 #include "runtime/agent_files.h"
 
@@ -20,6 +24,7 @@
 #include "codec/findparse.h"
 #include "codec/paths.h"
 #include "codec/textpage.h"
+#include "engine/timer.h"
 #include "napi/args.h"
 #include "napi/convert.h"
 #include "napi/values.h"
@@ -278,6 +283,7 @@ typedef struct agent_list_op {
   size_t cap;
   size_t kept; /* bytes the entries hold, bounded by LIST_MAX_BYTES */
   const char *breach; /* the bound the agent passed, NULL while within them */
+  sbx_timer_t *deadline; /* commandTimeoutMs from the request's start */
 } agent_list_op_t;
 
 static file_type_t entry_type(uint8_t t) {
@@ -433,6 +439,21 @@ static void list_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
   }
 }
 
+/* commandTimeoutMs passed with the request still running (every end clears base.req). */
+static void on_list_deadline(void *ud) {
+  agent_list_op_t *op = ud;
+  op->deadline = NULL;
+  if (op->base.req == NULL) return;
+  agent_req_cancel(op->base.req);
+  op->base.req = NULL;
+  err_t err;
+  err_init(&err);
+  err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Unable to list sandbox files.");
+  err_set_details(&err, json_pack("{s:s, s:s, s:I}", "status", "timed_out", "path", op->path, "timeoutMs",
+                                  (json_int_t)op->base.op.sb->runtime.command_timeout_ms));
+  agent_op_fail(&op->base, &err);
+}
+
 static void list_run(agent_op_t *base, agent_conn_t *c) {
   agent_list_op_t *op = (agent_list_op_t *)base;
   err_t err;
@@ -445,7 +466,13 @@ static void list_run(agent_op_t *base, agent_conn_t *c) {
   const char *path = strcmp(op->path, ".") == 0 ? "" : op->path;
   m.u.list.path = (aw_bytes_t){(const uint8_t *)path, (uint32_t)strlen(path)};
   base->req = agent_req_start(c, &m, list_event, op, &err);
-  if (base->req == NULL) agent_op_fail(base, &err);
+  if (base->req == NULL) {
+    agent_op_fail(base, &err);
+    return;
+  }
+  /* Without a timer (the addon is shutting down) the listing waits as the caller does. */
+  op->deadline = sbx_timer_start(engine_io(base->op.sb->eng), (uint64_t)base->op.sb->runtime.command_timeout_ms,
+                                 on_list_deadline, op);
 }
 
 static op_t *list_fallback(agent_op_t *base, err_t *err) {
@@ -457,6 +484,7 @@ static napi_value list_result(op_t *o) { return list_entries_to_js(o->js->env, &
 
 static void list_destroy(op_t *o) {
   agent_list_op_t *op = (agent_list_op_t *)o;
+  sbx_timer_cancel(op->deadline);
   agent_op_destroy(&op->base);
   free(op->path);
   buf_free(&op->partial);

@@ -15,6 +15,7 @@ import { liarCases } from "../helpers/liar-cases.js";
 
 const T = { timeout: HANG_MS };
 const bound = process.env.ANVIA_SANDBOX_BUILD === "asan" ? 128 : 64;
+const commandTimeoutMs = 3000;
 const dir = mkdtempSync(join(tmpdir(), "anvia-fake-liar-"));
 const tmp = join(dir, "host");
 fakeAgentDir({ after });
@@ -28,7 +29,7 @@ before(async () => {
   writeFileSync(join(dir, "liar.mode"), "never\n");
   mkdirSync(tmp);
   fake = await startFakeEngine();
-  fake.addContainer("liar", { running: true });
+  fake.addContainer("liar", { running: true, labels: { "anvia.sandbox.runtime.command-timeout-ms": String(commandTimeoutMs) } });
   serveLiar(fake, dir);
   const client = new DockerSandboxClient({ host: fake.host, transport: "agent" });
   rt = (await client.resumeSandbox({ id: "liar" })).runtime;
@@ -38,4 +39,4 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-for (const c of liarCases) test(c.name, T, () => c.run({ rt, lie, seen, tmp, bound }));
+for (const c of liarCases) test(c.name, T, () => c.run({ rt, lie, seen, tmp, bound, commandTimeoutMs }));

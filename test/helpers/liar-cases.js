@@ -2,10 +2,10 @@
 // test/integration/agent-liar.test.js with the liar planted in a real container (the host's
 // RSS is the host's own there), and test/fake/agent-liar.test.js with the same program
 // behind the fake engine (no Docker: the sanitizer stage meets it too). A case gets
-//   { rt, lie(mode), seen(), tmp, bound }
+//   { rt, lie(mode), seen(), tmp, bound, commandTimeoutMs }
 // where lie() says what the liar does at its next request (liar.mode), seen() is its notes
 // (one request type a line), tmp a scratch directory of the host and bound the RSS growth
-// allowed, in MiB. Every wait is for an event (a note of the liar, the source no longer
+// allowed, in MiB, and commandTimeoutMs the sandbox's (short: a case waits for it). Every wait is for an event (a note of the liar, the source no longer
 // pulled for many turns of the loop), never for a time. The cases run in this order on one
 // sandbox; the last (hoard) leaves its connection to a liar that never reads again.
 import assert from "node:assert/strict";
@@ -91,6 +91,14 @@ export const liarCases = [
       await untilSeen(seen, "LIST", before, call);
       controller.abort(reason);
       await assert.rejects(call, (e) => e === reason);
+    },
+  },
+  {
+    name: "a listing whose reply never comes fails at commandTimeoutMs, as the engine path's timed-out find does",
+    async run({ rt, lie, commandTimeoutMs }) {
+      await lie("never");
+      const error = await expectCode(rt.listFiles({ path: "." }), "docker_command_failed", /^Unable to list sandbox files\.$/);
+      assert.deepEqual(error.details, { status: "timed_out", path: ".", timeoutMs: commandTimeoutMs });
     },
   },
   {

@@ -19,6 +19,8 @@ const T = { timeout: 120_000 };
 // RSS growth allowed, in MiB: the sanitizer stage's redzones, 16 MiB quarantine and shadow
 // memory (measured 23.3 MiB there against 5.1 MiB on the release build) get four times.
 const bound = process.env.ANVIA_SANDBOX_BUILD === "asan" ? 64 : 16;
+// Short, as a case waits for it; long enough for the set-up's commands on a busy machine.
+const commandTimeoutMs = 10_000;
 const client = new DockerSandboxClient({ transport: "agent" });
 const tmp = mkdtempSync(join(tmpdir(), "anvia-liar-"));
 let sandbox, rt, container;
@@ -32,7 +34,7 @@ const seen = async () => (await dockerExec(container, ["sh", "-c", "cat /.anvia/
 
 before(async () => {
   assert.ok(existsSync(LIAR), `${LIAR} (scripts/build-agent.sh builds it)`);
-  sandbox = await client.createSandbox(baseOptions());
+  sandbox = await client.createSandbox(baseOptions({ runtime: { commandTimeoutMs } }));
   rt = sandbox.runtime;
   container = `anvia-sandbox-${sandbox.id}`;
   await rt.writeFile({ path: "liar", data: readFileSync(LIAR) }); // through the real agent
@@ -51,4 +53,4 @@ after(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-for (const c of liarCases) test(c.name, T, () => c.run({ rt, lie, seen, tmp, bound }));
+for (const c of liarCases) test(c.name, T, () => c.run({ rt, lie, seen, tmp, bound, commandTimeoutMs }));
