@@ -38,25 +38,28 @@ async function processes(name = container) {
   return out.stdout;
 }
 
-// Polls ps until no line matches; returns the last listing (for the failure message) and
-// how long it took. The processes are killed by a second exec, which under a loaded
-// engine can take a while: the bound is generous, a leak would last for the whole sleep.
-async function waitUntilGone(pattern, withinMs, name = container) {
+// Polls ps until no line matches (or one does), however long that takes on a busy machine
+// (bounded by the test's own timeout, not by a time of its own); returns the last listing
+// and how long it took, for the diagnostics. A leak would last for the whole sleep.
+async function waitUntilGone(pattern, name = container) {
   const started = Date.now();
   for (;;) {
     const listing = await processes(name);
-    const elapsed = Date.now() - started;
-    if (!pattern.test(listing) || elapsed >= withinMs) return { listing, elapsed };
+    if (!pattern.test(listing)) return { listing, elapsed: Date.now() - started };
     await sleep(50);
   }
 }
 
 async function waitUntilRunning(pattern, name = container) {
-  for (let i = 0; i < 100; i++) {
-    if (pattern.test(await processes(name))) return;
-    await sleep(30);
-  }
-  assert.fail(`no process matching ${pattern} appeared`);
+  while (!pattern.test(await processes(name))) await sleep(30);
+}
+
+// The call settled within one turn of the event loop after the abort: the rejection did
+// not wait for the engine or the agent (no answer to anything sent can come that soon).
+// An event, not a time: true however busy the machine is.
+async function settledWithinATurn(isSettled) {
+  await new Promise((resolve) => setImmediate(resolve));
+  return isSettled();
 }
 
 test("exit codes, stdout and stderr apart, and the result's exact shape", async () => {
@@ -74,7 +77,7 @@ test("exit codes, stdout and stderr apart, and the result's exact shape", async 
     assert.equal(result.stdoutTruncated, false);
     assert.equal(result.stderrTruncated, false);
     assert.equal(typeof result.durationMs, "number");
-    assert.ok(result.durationMs > 0 && result.durationMs < 10_000, String(result.durationMs));
+    assert.ok(result.durationMs > 0, String(result.durationMs));
   }
   // A command that does not exist: the engine's own failure, not a success.
   const missing = await sandbox.runtime.exec({ command: "no-such-command-xyz" });
@@ -167,7 +170,6 @@ test("a command that never reads its 8 MiB of stdin completes without deadlock",
     const elapsed = Date.now() - started;
     assert.equal(result.status, "exited", `${args.join(" ")} did not exit (deadlock?) after ${elapsed} ms`);
     assert.equal(result.exitCode, code);
-    assert.ok(elapsed < 10_000, `took ${elapsed} ms`);
   }
 });
 
@@ -248,7 +250,7 @@ test("timeout: status timed_out without exitCode, output so far kept, the comman
   assert.equal(text(result.stderr), "warn\n");
   assert.equal(result.stdoutTruncated, false);
   assert.ok(result.durationMs >= 1500, `durationMs ${result.durationMs}`);
-  assert.ok(elapsed >= 1500 && elapsed < 8000, `took ${elapsed} ms`);
+  assert.ok(elapsed >= 1500, `took ${elapsed} ms`);
   // Gone when the promise settles: no polling.
   const listing = await processes();
   assert.doesNotMatch(listing, /sleep 300[12]/, listing);
@@ -260,7 +262,7 @@ test("the default timeout comes from runtime.commandTimeoutMs; timeoutMs overrid
   const result = await limited.runtime.exec({ command: "sleep", args: ["3010"] });
   const elapsed = Date.now() - started;
   assert.equal(result.status, "timed_out");
-  assert.ok(elapsed >= 1000 && elapsed < 6000, `took ${elapsed} ms`);
+  assert.ok(elapsed >= 1000, `took ${elapsed} ms`);
   const listing = await processes(`anvia-sandbox-${limited.id}`);
   assert.doesNotMatch(listing, /sleep 3010/, listing);
   const longer = await limited.runtime.exec({ command: "sh", args: ["-c", "sleep 1.5; echo finished"], timeoutMs: 8000 });
@@ -287,13 +289,13 @@ test("abort mid-run rejects promptly with the signal's reason and ends the whole
   await waitUntilRunning(/sleep 3004/);
   const abortedAt = performance.now();
   controller.abort(reason);
+  assert.ok(await settledWithinATurn(() => settledAt !== undefined), "the abort's rejection waited for I/O");
   const { error, value } = await outcome;
   assert.equal(value, undefined, "the exec resolved instead of rejecting");
   assert.equal(error, reason, "rejects with the very reason object");
   const latency = settledAt - abortedAt;
   t.diagnostic(`rejected ${latency.toFixed(1)} ms after abort`);
-  assert.ok(latency < 150, `rejected ${latency.toFixed(1)} ms after the abort`);
-  const listing = await waitUntilGone(/sleep 300[34]/, 5000);
+  const listing = await waitUntilGone(/sleep 300[34]/);
   t.diagnostic(`processes gone ${listing.elapsed} ms later`);
   assert.doesNotMatch(listing.listing, /sleep 300[34]/, listing.listing);
 });
@@ -322,19 +324,33 @@ test("64 concurrent execs all complete with their own output while the JS thread
     maxGap = Math.max(maxGap, now - last);
     last = now;
   }, 10);
+  // Turns of the event loop while the execs are in flight, counted by events (a
+  // setImmediate chain), not timed: a thread that waited on the engine or the agent inside
+  // a call would settle calls before its first turn, and turn far less than once a call.
+  let turns = 0;
+  let turnsAtFirstSettle;
+  let spinning = true;
+  const spin = () => {
+    if (!spinning) return;
+    turns++;
+    setImmediate(spin);
+  };
   histogram.enable();
   let results;
   try {
-    results = await Promise.all(
-      Array.from({ length: 64 }, (_, i) =>
-        sandbox.runtime.exec({
+    const calls = Array.from({ length: 64 }, (_, i) =>
+      sandbox.runtime
+        .exec({
           command: "sh",
           args: ["-c", 'sleep 0.2; printf "%s" "$1"; printf "e%s" "$1" >&2; exit $(($1 % 7))', "sh", String(i)],
           env: { INDEX: String(i) },
-        }),
-      ),
+        })
+        .finally(() => (turnsAtFirstSettle ??= turns)),
     );
+    setImmediate(spin);
+    results = await Promise.all(calls);
   } finally {
+    spinning = false;
     histogram.disable();
     clearInterval(ticker);
   }
@@ -345,12 +361,11 @@ test("64 concurrent execs all complete with their own output while the JS thread
     assert.equal(text(result.stderr), `e${i}`, `exec ${i}`);
   });
   const p99 = histogram.percentile(99) / 1e6;
-  t.diagnostic(`event loop delay p99 ${p99.toFixed(1)} ms, max ${(histogram.max / 1e6).toFixed(1)} ms; longest 10 ms interval gap ${maxGap.toFixed(1)} ms`);
-  // The histogram's samples include the 10 ms resolution itself. On an idle machine p99
-  // is about 15 ms; the bound leaves room for a loaded 2-CPU machine, not for a thread
-  // that waits on the engine (each exec takes 100+ ms there).
-  assert.ok(p99 < 100, `event loop delay p99 ${p99.toFixed(1)} ms`);
-  assert.ok(maxGap < 1000, `a 10 ms interval waited ${maxGap.toFixed(1)} ms`);
+  t.diagnostic(`event loop delay p99 ${p99.toFixed(1)} ms, max ${(histogram.max / 1e6).toFixed(1)} ms; longest 10 ms interval gap ${maxGap.toFixed(1)} ms; ${turns} turns`);
+  // How long a turn takes depends on the machine (the figures above are diagnostics; the
+  // bench measures latency); that the thread turns while the calls run does not.
+  assert.ok(turnsAtFirstSettle > 0, "the first exec settled before the event loop turned once");
+  assert.ok(turns >= results.length, `${turns} turns of the event loop while 64 execs ran`);
 });
 
 test("validation: the original's messages, as rejections, in the original's order", async () => {

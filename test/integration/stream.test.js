@@ -29,25 +29,20 @@ async function processes() {
   return out.stdout;
 }
 
-// Polls ps until no line matches; returns the last listing (for the failure message) and
-// how long it took. The processes are killed by a second exec, which under a loaded
-// engine can take a while: the bound is generous, a leak would last for the whole sleep.
-async function waitUntilGone(pattern, withinMs) {
+// Polls ps until no line matches (or one does), however long that takes on a busy machine
+// (bounded by the test's own timeout, not by a time of its own); returns the last listing
+// and how long it took, for the diagnostics. A leak would last for the whole sleep.
+async function waitUntilGone(pattern) {
   const started = Date.now();
   for (;;) {
     const listing = await processes();
-    const elapsed = Date.now() - started;
-    if (!pattern.test(listing) || elapsed >= withinMs) return { listing, elapsed };
+    if (!pattern.test(listing)) return { listing, elapsed: Date.now() - started };
     await sleep(50);
   }
 }
 
 async function waitUntilRunning(pattern) {
-  for (let i = 0; i < 100; i++) {
-    if (pattern.test(await processes())) return;
-    await sleep(30);
-  }
-  assert.fail(`no process matching ${pattern} appeared`);
+  while (!pattern.test(await processes())) await sleep(30);
 }
 
 // Consecutive chunks of the same stream merged, so the test does not depend on chunking.
@@ -93,7 +88,7 @@ test("events come in the order written, then exactly one result equal to exec's"
   const final = events.at(-1);
   assert.deepEqual(Object.keys(final).sort(), ["result", "type"]);
   const { durationMs, ...rest } = final.result;
-  assert.ok(durationMs >= 600 && durationMs < 10_000, String(durationMs));
+  assert.ok(durationMs >= 600, String(durationMs));
   const direct = await sandbox.runtime.exec(options);
   const { durationMs: directDuration, ...directRest } = direct;
   assert.ok(directDuration >= 600);
@@ -191,8 +186,8 @@ test("leaving the loop after the first event ends the command", async (t) => {
   const elapsed = Date.now() - started;
   assert.equal(first.type, "stdout");
   assert.equal(text(first.data), "start\n");
-  assert.ok(elapsed < 5000, `break took ${elapsed} ms`);
-  const listing = await waitUntilGone(/sleep 310[12]/, 5000);
+  t.diagnostic(`break took ${elapsed} ms`);
+  const listing = await waitUntilGone(/sleep 310[12]/);
   t.diagnostic(`processes gone ${listing.elapsed} ms later`);
   assert.doesNotMatch(listing.listing, /sleep 310[12]/, listing.listing);
   // return() on an iterator ends it: later next() calls are done.
@@ -200,7 +195,7 @@ test("leaving the loop after the first event ends the command", async (t) => {
   assert.equal(text((await iterator.next()).value.data), "a\n");
   assert.deepEqual(await iterator.return(undefined), { done: true, value: undefined });
   assert.deepEqual(await iterator.next(), { done: true, value: undefined });
-  const after = await waitUntilGone(/sleep 3103/, 5000);
+  const after = await waitUntilGone(/sleep 3103/);
   t.diagnostic(`processes gone ${after.elapsed} ms later`);
   assert.doesNotMatch(after.listing, /sleep 3103/, after.listing);
 });
@@ -249,14 +244,19 @@ test("abort mid-stream rejects the iteration with the reason and ends the comman
   );
   await waitUntilRunning(/sleep 3105/);
   const abortedAt = performance.now();
+  let settled = false;
+  outcome.then(() => (settled = true));
   controller.abort(reason);
+  // Within a turn of the loop: the rejection waited for no answer (an event, not a time).
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.ok(settled, "the abort's rejection waited for I/O");
   const { error, completed } = await outcome;
   const latency = performance.now() - abortedAt;
+  t.diagnostic(`rejected ${latency.toFixed(1)} ms after the abort`);
   assert.equal(completed, undefined, "the iteration completed instead of rejecting");
   assert.equal(error, reason);
-  assert.ok(latency < 500, `rejected ${latency.toFixed(1)} ms after the abort`);
   assert.deepEqual(merged(seen), [{ type: "stdout", text: "go\n" }]);
-  const listing = await waitUntilGone(/sleep 310[45]/, 5000);
+  const listing = await waitUntilGone(/sleep 310[45]/);
   t.diagnostic(`processes gone ${listing.elapsed} ms later`);
   assert.doesNotMatch(listing.listing, /sleep 310[45]/, listing.listing);
   // Already aborted: the first next() rejects with the reason, nothing runs.
