@@ -65,8 +65,19 @@ export async function labelledLeftovers(id) {
   return { containers: containers.map((c) => c.Names[0]), volumes: volumes.map((v) => v.Name) };
 }
 
-// Runs a command in a container through the raw API (no library code involved).
+// Runs a command in a container through the raw API (no library code involved). An engine
+// too busy to connect an exec's output pipes in time (containerd's shim gives up on the
+// fifo after 30 s: "failed to start io pipe copy", seen on two busy cores with the suite's
+// background builds) has not run the command: it is run again, at most twice more.
 export async function dockerExec(container, cmd) {
+  for (let attempt = 1; ; attempt++) {
+    const r = await dockerExecOnce(container, cmd);
+    if (attempt >= 3 || !/^failed to start io pipe copy: /.test(r.stdout + r.stderr)) return r;
+    console.log(`# dockerExec ${JSON.stringify(cmd)}: the engine did not start it (${(r.stdout + r.stderr).trim().slice(0, 120)}); again`);
+  }
+}
+
+async function dockerExecOnce(container, cmd) {
   const created = await api("POST", `/containers/${encodeURIComponent(container)}/exec`, {
     AttachStdout: true,
     AttachStderr: true,
