@@ -679,7 +679,7 @@ static void on_stream_data(void *ud, int stream, const uint8_t *data, size_t len
 
 static void on_stream_end(void *ud, err_t *err) {
   agent_conn_t *c = ud;
-  int before_hello = !c->said_hello && c->state != ST_READY;
+  int before_hello = !c->said_hello; /* READY implies a HELLO came */
   err_t e;
   err_init(&e);
   const char *said = diag_text(c);

@@ -4,6 +4,7 @@ import http from "node:http";
 import { createHash, randomUUID } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 
 export const IMAGE = process.env.ANVIA_TEST_IMAGE ?? "anvia-sandbox/bookworm:local";
@@ -112,6 +113,36 @@ async function dockerExecOnce(container, cmd) {
   }
   const info = await api("GET", `/exec/${created.json.Id}/json`);
   return { stdout, stderr, exitCode: info.json.ExitCode };
+}
+
+/** `ps -eo pid,args` in a container, through the raw API. */
+export async function psOf(container) {
+  const out = await dockerExec(container, ["ps", "-eo", "pid,args"]);
+  if (out.exitCode !== 0) throw new Error(`ps in ${container} failed: ${out.stderr}`);
+  return out.stdout;
+}
+
+// Poll ps until no line matches (or one does), however long that takes on a busy machine:
+// bounded by the test's own timeout, not by a time of their own. untilNoProcess returns
+// the last listing and how long it took, for the diagnostics.
+export async function untilNoProcess(container, pattern) {
+  const started = Date.now();
+  for (;;) {
+    const listing = await psOf(container);
+    if (!pattern.test(listing)) return { listing, elapsed: Date.now() - started };
+    await sleep(50);
+  }
+}
+
+export async function untilProcess(container, pattern) {
+  while (!pattern.test(await psOf(container))) await sleep(30);
+}
+
+/** Whether `isSettled()` holds after one turn of the event loop: a call that waits for no
+ * I/O (an abort's rejection) has settled by then, however busy the machine is. */
+export async function settledWithinATurn(isSettled) {
+  await new Promise((resolve) => setImmediate(resolve));
+  return isSettled();
 }
 
 export function uniqueId(prefix = "t") {

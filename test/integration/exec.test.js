@@ -8,7 +8,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DockerSandboxClient, DockerSandboxError } from "../../lib/index.js";
-import { baseOptions, dockerExec } from "../helpers/docker.js";
+import { baseOptions, dockerExec, psOf, settledWithinATurn, untilNoProcess, untilProcess } from "../helpers/docker.js";
 
 const client = new DockerSandboxClient();
 const MiB = 1024 * 1024;
@@ -32,35 +32,10 @@ after(async () => {
 });
 
 // The container's processes, seen without the library.
-async function processes(name = container) {
-  const out = await dockerExec(name, ["ps", "-eo", "pid,args"]);
-  assert.equal(out.exitCode, 0, out.stderr);
-  return out.stdout;
-}
-
-// Polls ps until no line matches (or one does), however long that takes on a busy machine
-// (bounded by the test's own timeout, not by a time of its own); returns the last listing
-// and how long it took, for the diagnostics. A leak would last for the whole sleep.
-async function waitUntilGone(pattern, name = container) {
-  const started = Date.now();
-  for (;;) {
-    const listing = await processes(name);
-    if (!pattern.test(listing)) return { listing, elapsed: Date.now() - started };
-    await sleep(50);
-  }
-}
-
-async function waitUntilRunning(pattern, name = container) {
-  while (!pattern.test(await processes(name))) await sleep(30);
-}
-
-// The call settled within one turn of the event loop after the abort: the rejection did
-// not wait for the engine or the agent (no answer to anything sent can come that soon).
-// An event, not a time: true however busy the machine is.
-async function settledWithinATurn(isSettled) {
-  await new Promise((resolve) => setImmediate(resolve));
-  return isSettled();
-}
+// ps in this file's sandbox (or another); a leak would last for the whole sleep.
+const processes = (name = container) => psOf(name);
+const waitUntilGone = (pattern, name = container) => untilNoProcess(name, pattern);
+const waitUntilRunning = (pattern, name = container) => untilProcess(name, pattern);
 
 test("exit codes, stdout and stderr apart, and the result's exact shape", async () => {
   for (const code of [0, 1, 7, 255]) {

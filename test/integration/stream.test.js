@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DockerSandboxClient, DockerSandboxError } from "../../lib/index.js";
-import { baseOptions, dockerExec } from "../helpers/docker.js";
+import { baseOptions, dockerExec, psOf, settledWithinATurn, untilNoProcess, untilProcess } from "../helpers/docker.js";
 
 const client = new DockerSandboxClient();
 const MiB = 1024 * 1024;
@@ -23,27 +23,10 @@ after(async () => {
   await sandbox?.destroy();
 });
 
-async function processes() {
-  const out = await dockerExec(container, ["ps", "-eo", "pid,args"]);
-  assert.equal(out.exitCode, 0, out.stderr);
-  return out.stdout;
-}
-
-// Polls ps until no line matches (or one does), however long that takes on a busy machine
-// (bounded by the test's own timeout, not by a time of its own); returns the last listing
-// and how long it took, for the diagnostics. A leak would last for the whole sleep.
-async function waitUntilGone(pattern) {
-  const started = Date.now();
-  for (;;) {
-    const listing = await processes();
-    if (!pattern.test(listing)) return { listing, elapsed: Date.now() - started };
-    await sleep(50);
-  }
-}
-
-async function waitUntilRunning(pattern) {
-  while (!pattern.test(await processes())) await sleep(30);
-}
+// ps in this file's sandbox; a leak would last for the whole sleep.
+const processes = () => psOf(container);
+const waitUntilGone = (pattern) => untilNoProcess(container, pattern);
+const waitUntilRunning = (pattern) => untilProcess(container, pattern);
 
 // Consecutive chunks of the same stream merged, so the test does not depend on chunking.
 function merged(events) {
@@ -248,8 +231,7 @@ test("abort mid-stream rejects the iteration with the reason and ends the comman
   outcome.then(() => (settled = true));
   controller.abort(reason);
   // Within a turn of the loop: the rejection waited for no answer (an event, not a time).
-  await new Promise((resolve) => setImmediate(resolve));
-  assert.ok(settled, "the abort's rejection waited for I/O");
+  assert.ok(await settledWithinATurn(() => settled), "the abort's rejection waited for I/O");
   const { error, completed } = await outcome;
   const latency = performance.now() - abortedAt;
   t.diagnostic(`rejected ${latency.toFixed(1)} ms after the abort`);
