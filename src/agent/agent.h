@@ -59,14 +59,14 @@ typedef struct ag_err {
   char detail[AW_MAX_PATH + 256];
 } ag_err_t;
 
-void err_set(ag_err_t *e, uint16_t kind, int errnum, const char *fmt, ...)
+void ag_err_set(ag_err_t *e, uint16_t kind, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* kind from an errno: ENOENT not_found, EACCES/EPERM permission, ENOMEM/EMFILE/ENFILE
  * resources, EROFS read_only, ENOSPC/EDQUOT no_space, ENOTDIR not_directory, EISDIR
  * is_directory, ELOOP symlink, ENAMETOOLONG limit, else io. */
-uint16_t err_kind_of(int errnum);
+uint16_t ag_err_kind_of(int errnum);
 /* detail = raw bytes (a path), truncated to fit. */
-void err_detail_bytes(ag_err_t *e, const void *p, size_t len);
+void ag_err_detail_bytes(ag_err_t *e, const void *p, size_t len);
 
 /* ---- the output queue (out.c) ---- */
 typedef struct outq {

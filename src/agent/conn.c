@@ -24,7 +24,7 @@ static void fatal_protocol(const char *what, int status) {
   g.in_dead = 1;
   g.in_len = 0;
   ag_err_t e;
-  err_set(&e, AW_E_PROTOCOL, 0, "%s: %s", what, aw_status_str(status));
+  ag_err_set(&e, AW_E_PROTOCOL, 0, "%s: %s", what, aw_status_str(status));
   send_error(0, &e);
   ag_log("protocol error from the host: %s: %s", what, aw_status_str(status));
   agent_shutdown(3, "protocol error");
@@ -39,7 +39,7 @@ static void on_host_hello(const uint8_t *p, size_t len) {
   }
   if (m.version_min > AW_VERSION || m.version_max < AW_VERSION) {
     ag_err_t e;
-    err_set(&e, AW_E_VERSION, 0, "the agent speaks version %u only; the host %u..%u", AW_VERSION,
+    ag_err_set(&e, AW_E_VERSION, 0, "the agent speaks version %u only; the host %u..%u", AW_VERSION,
             (unsigned)m.version_min, (unsigned)m.version_max);
     e.value = AW_VERSION;
     send_error(0, &e);
@@ -60,7 +60,7 @@ static void on_request(const aw_header_t *h, const uint8_t *p) {
   }
   if (g.nreq >= AW_MAX_REQUESTS) {
     ag_err_t e;
-    err_set(&e, AW_E_LIMIT, 0, "too many requests in flight");
+    ag_err_set(&e, AW_E_LIMIT, 0, "too many requests in flight");
     e.value = AW_MAX_REQUESTS;
     send_error(h->id, &e);
     return;
@@ -113,7 +113,7 @@ static void dispatch(const aw_header_t *h, const uint8_t *p) {
     if (r == NULL) return;
     ag_err_t e;
     if (rc != AW_OK) {
-      err_set(&e, AW_E_PROTOCOL, 0, "WINDOW: %s", aw_status_str(rc));
+      ag_err_set(&e, AW_E_PROTOCOL, 0, "WINDOW: %s", aw_status_str(rc));
       send_error(h->id, &e);
       op_cancel(r, 0);
       return;

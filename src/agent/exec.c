@@ -84,7 +84,7 @@ static int spawn_build(const aw_exec_req_t *m, spawn_t *s, ag_err_t *e) {
   size_t total = nptr * sizeof(char *) + strings;
   char *block = malloc(total);
   if (block == NULL) {
-    err_set(e, AW_E_RESOURCES, ENOMEM, "out of memory for the command line");
+    ag_err_set(e, AW_E_RESOURCES, ENOMEM, "out of memory for the command line");
     return -1;
   }
   char **argv = (char **)block;
@@ -210,22 +210,22 @@ void exec_start(uint32_t id, const uint8_t *p, size_t len) {
   int rc = aw_dec_exec(p, len, &m);
   if (rc != AW_OK) {
     uint16_t kind = rc == AW_ERR_LIMIT ? AW_E_LIMIT : rc == AW_ERR_NUL || rc == AW_ERR_VALUE ? AW_E_INVALID : AW_E_PROTOCOL;
-    err_set(&e, kind, 0, "EXEC: %s", aw_status_str(rc));
+    ag_err_set(&e, kind, 0, "EXEC: %s", aw_status_str(rc));
     goto fail;
   }
   if (m.cwd.len && m.cwd.p[0] != '/') {
-    err_set(&e, AW_E_INVALID, 0, "cwd must be an absolute path");
+    ag_err_set(&e, AW_E_INVALID, 0, "cwd must be an absolute path");
     goto fail;
   }
   if (spawn_build(&m, &s, &e) < 0) goto fail;
   if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 ||
       pipe2(prep, O_CLOEXEC) < 0) {
-    err_set(&e, AW_E_RESOURCES, errno, "pipe");
+    ag_err_set(&e, AW_E_RESOURCES, errno, "pipe");
     goto fail;
   }
   r = req_new(id, AW_T_EXEC);
   if (r == NULL) {
-    err_set(&e, AW_E_RESOURCES, ENOMEM, "out of memory");
+    ag_err_set(&e, AW_E_RESOURCES, ENOMEM, "out of memory");
     goto fail;
   }
   exec_state_t *x = &r->u.exec;
@@ -235,7 +235,7 @@ void exec_start(uint32_t id, const uint8_t *p, size_t len) {
   x->start_us = now_us();
   pid_t pid = fork();
   if (pid < 0) {
-    err_set(&e, AW_E_RESOURCES, errno, "fork");
+    ag_err_set(&e, AW_E_RESOURCES, errno, "fork");
     e.stage = AW_STAGE_FORK;
     goto fail;
   }
@@ -265,14 +265,14 @@ void exec_start(uint32_t id, const uint8_t *p, size_t len) {
     size_t plen = rep.path_len;
     if (plen > got - sizeof(rep)) plen = got - sizeof(rep);
     const char *argv0 = s.argv[0];
-    err_set(&e, AW_E_SPAWN, rep.err, NULL);
+    ag_err_set(&e, AW_E_SPAWN, rep.err, NULL);
     if (rep.stage == AW_STAGE_EXEC && rep.searched && plen > 0) {
       /* Found on PATH but it would not run: the path found is what the engine names. */
-      err_detail_bytes(&e, repbuf + sizeof(rep), plen);
+      ag_err_detail_bytes(&e, repbuf + sizeof(rep), plen);
       e.value = AW_SPAWN_SEARCHED | AW_SPAWN_RESOLVED;
     } else {
       const char *what = rep.stage == AW_STAGE_CWD ? s.cwd : argv0;
-      err_detail_bytes(&e, what, strlen(what));
+      ag_err_detail_bytes(&e, what, strlen(what));
       e.value = rep.searched ? AW_SPAWN_SEARCHED : 0;
     }
     e.stage = rep.stage;
@@ -355,7 +355,7 @@ void exec_stdin_data(req_t *r, const uint8_t *p, size_t len, int end) {
       x->stdin_buf = malloc(AG_MAX_STDIN_BUF);
       if (x->stdin_buf == NULL) {
         ag_err_t e;
-        err_set(&e, AW_E_RESOURCES, ENOMEM, "out of memory for stdin");
+        ag_err_set(&e, AW_E_RESOURCES, ENOMEM, "out of memory for stdin");
         exec_fail(r, &e);
         return;
       }
@@ -363,7 +363,7 @@ void exec_stdin_data(req_t *r, const uint8_t *p, size_t len, int end) {
     /* Credit bounds what the host may send to what the buffer holds. */
     if (x->stdin_len + len > AG_MAX_STDIN_BUF) {
       ag_err_t e;
-      err_set(&e, AW_E_FLOW_CONTROL, 0, "stdin over the window");
+      ag_err_set(&e, AW_E_FLOW_CONTROL, 0, "stdin over the window");
       exec_fail(r, &e);
       return;
     }

@@ -26,12 +26,12 @@
 int workdir_get(ag_err_t *e) {
   if (g.workdir_fd >= 0) return g.workdir_fd;
   if (g.workdir == NULL) {
-    err_set(e, AW_E_NO_WORKDIR, 0, "the agent was started without --workdir");
+    ag_err_set(e, AW_E_NO_WORKDIR, 0, "the agent was started without --workdir");
     return -1;
   }
   int fd = open(g.workdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
-    err_set(e, AW_E_NO_WORKDIR, errno, "%s", g.workdir);
+    ag_err_set(e, AW_E_NO_WORKDIR, errno, "%s", g.workdir);
     return -1;
   }
   g.workdir_fd = fd;
@@ -59,7 +59,7 @@ void read_start(uint32_t id, const uint8_t *p, size_t len) {
   int fd = -1;
   int rc = aw_dec_read(p, len, &m);
   if (rc != AW_OK) {
-    err_set(&e, decode_kind(rc), 0, "READ: %s", aw_status_str(rc));
+    ag_err_set(&e, decode_kind(rc), 0, "READ: %s", aw_status_str(rc));
     goto fail;
   }
   if (path_parse(m.path.p, m.path.len, &path, &e) < 0) goto fail;
@@ -69,24 +69,24 @@ void read_start(uint32_t id, const uint8_t *p, size_t len) {
   if (fd < 0) goto fail;
   struct stat st;
   if (fstat(fd, &st) < 0) {
-    err_set(&e, err_kind_of(errno), errno, "fstat");
+    ag_err_set(&e, ag_err_kind_of(errno), errno, "fstat");
     goto fail;
   }
   if (!S_ISREG(st.st_mode)) {
-    err_set(&e, S_ISDIR(st.st_mode) ? AW_E_IS_DIRECTORY : AW_E_NOT_REGULAR, 0, NULL);
+    ag_err_set(&e, S_ISDIR(st.st_mode) ? AW_E_IS_DIRECTORY : AW_E_NOT_REGULAR, 0, NULL);
     e.detail_len = path_join(&path, path.n, e.detail, sizeof(e.detail));
     e.value = (uint64_t)st.st_mode;
     goto fail;
   }
   if (m.max_bytes && (uint64_t)st.st_size > m.max_bytes) {
-    err_set(&e, AW_E_TOO_LARGE, EFBIG, NULL);
+    ag_err_set(&e, AW_E_TOO_LARGE, EFBIG, NULL);
     e.detail_len = path_join(&path, path.n, e.detail, sizeof(e.detail));
     e.value = (uint64_t)st.st_size;
     goto fail;
   }
   req_t *r = req_new(id, AW_T_READ);
   if (r == NULL) {
-    err_set(&e, AW_E_RESOURCES, ENOMEM, "out of memory");
+    ag_err_set(&e, AW_E_RESOURCES, ENOMEM, "out of memory");
     goto fail;
   }
   r->nout = 1;
@@ -139,7 +139,7 @@ int read_produce(req_t *r) {
   while (n < 0 && errno == EINTR);
   if (n < 0) {
     ag_err_t e;
-    err_set(&e, err_kind_of(errno), errno, "read");
+    ag_err_set(&e, ag_err_kind_of(errno), errno, "read");
     file_fail(r, &e);
     return 1;
   }
@@ -165,12 +165,12 @@ void write_start(uint32_t id, const uint8_t *p, size_t len) {
   req_t *r = NULL;
   int rc = aw_dec_write(p, len, &m);
   if (rc != AW_OK) {
-    err_set(&e, decode_kind(rc), 0, "WRITE: %s", aw_status_str(rc));
+    ag_err_set(&e, decode_kind(rc), 0, "WRITE: %s", aw_status_str(rc));
     goto fail;
   }
   if (path_parse(m.path.p, m.path.len, &path, &e) < 0) goto fail;
   if (path.n == 0) {
-    err_set(&e, AW_E_IS_DIRECTORY, EISDIR, "the path names the workdir");
+    ag_err_set(&e, AW_E_IS_DIRECTORY, EISDIR, "the path names the workdir");
     goto fail;
   }
   int wd = workdir_get(&e);
@@ -181,18 +181,18 @@ void write_start(uint32_t id, const uint8_t *p, size_t len) {
   struct stat st;
   if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode)) {
-      err_set(&e, S_ISDIR(st.st_mode) ? AW_E_IS_DIRECTORY : AW_E_SYMLINK, S_ISDIR(st.st_mode) ? EISDIR : ELOOP, NULL);
+      ag_err_set(&e, S_ISDIR(st.st_mode) ? AW_E_IS_DIRECTORY : AW_E_SYMLINK, S_ISDIR(st.st_mode) ? EISDIR : ELOOP, NULL);
       e.detail_len = path_join(&path, path.n, e.detail, sizeof(e.detail));
       goto fail;
     }
   } else if (errno != ENOENT) {
-    err_set(&e, err_kind_of(errno), errno, NULL);
+    ag_err_set(&e, ag_err_kind_of(errno), errno, NULL);
     e.detail_len = path_join(&path, path.n, e.detail, sizeof(e.detail));
     goto fail;
   }
   r = req_new(id, AW_T_WRITE);
   if (r == NULL) {
-    err_set(&e, AW_E_RESOURCES, ENOMEM, "out of memory");
+    ag_err_set(&e, AW_E_RESOURCES, ENOMEM, "out of memory");
     goto fail;
   }
   write_state_t *ws = &r->u.write;
@@ -204,7 +204,7 @@ void write_start(uint32_t id, const uint8_t *p, size_t len) {
   ws->flags = m.flags;
   ws->name = strdup(name);
   if (ws->name == NULL) {
-    err_set(&e, AW_E_RESOURCES, ENOMEM, "out of memory");
+    ag_err_set(&e, AW_E_RESOURCES, ENOMEM, "out of memory");
     goto fail;
   }
   for (int i = 0; i < AG_MAX_TEMP_TRIES && ws->fd < 0; i++) {
@@ -213,7 +213,7 @@ void write_start(uint32_t id, const uint8_t *p, size_t len) {
     if (ws->fd < 0 && errno != EEXIST) break;
   }
   if (ws->fd < 0) {
-    err_set(&e, err_kind_of(errno), errno, NULL);
+    ag_err_set(&e, ag_err_kind_of(errno), errno, NULL);
     e.detail_len = path_join(&path, path.n, e.detail, sizeof(e.detail));
     ws->tmp[0] = 0;
     goto fail;
@@ -235,7 +235,7 @@ static void write_abort(req_t *r) {
 
 static void write_fail(req_t *r, uint16_t kind, int err, uint64_t value, const char *what) {
   ag_err_t e;
-  err_set(&e, kind, err, "%s", what);
+  ag_err_set(&e, kind, err, "%s", what);
   e.value = value;
   write_abort(r);
   file_fail(r, &e);
@@ -249,7 +249,7 @@ void write_data(req_t *r, const uint8_t *p, size_t len, int end) {
   }
   if (len > 0 && write_all(ws->fd, p, len) < 0) {
     int err = errno;
-    write_fail(r, err_kind_of(err), err, 0, "write");
+    write_fail(r, ag_err_kind_of(err), err, 0, "write");
     return;
   }
   if (!end) {
@@ -262,13 +262,13 @@ void write_data(req_t *r, const uint8_t *p, size_t len, int end) {
   }
   if (fchmod(ws->fd, (mode_t)ws->mode) < 0 || ((ws->flags & AW_WRITE_FSYNC) && fsync(ws->fd) < 0)) {
     int err = errno;
-    write_fail(r, err_kind_of(err), err, 0, "fchmod");
+    write_fail(r, ag_err_kind_of(err), err, 0, "fchmod");
     return;
   }
   close_fd(&ws->fd);
   if (renameat(ws->parent_fd, ws->tmp, ws->parent_fd, ws->name) < 0) {
     int err = errno;
-    write_fail(r, err == EISDIR || err == ENOTEMPTY || err == EEXIST ? AW_E_IS_DIRECTORY : err_kind_of(err), err, 0,
+    write_fail(r, err == EISDIR || err == ENOTEMPTY || err == EEXIST ? AW_E_IS_DIRECTORY : ag_err_kind_of(err), err, 0,
                ws->name);
     return;
   }
@@ -289,7 +289,7 @@ void mkdir_run(uint32_t id, const uint8_t *p, size_t len) {
   int created = 0;
   int rc = aw_dec_mkdir(p, len, &m);
   if (rc != AW_OK) {
-    err_set(&e, decode_kind(rc), 0, "MKDIR: %s", aw_status_str(rc));
+    ag_err_set(&e, decode_kind(rc), 0, "MKDIR: %s", aw_status_str(rc));
     goto fail;
   }
   if (path_parse(m.path.p, m.path.len, &path, &e) < 0) goto fail;
@@ -310,14 +310,14 @@ void mkdir_run(uint32_t id, const uint8_t *p, size_t len) {
         int err = errno;
         struct stat st;
         if (err != EEXIST) {
-          err_set(&e, err_kind_of(err), err, NULL);
+          ag_err_set(&e, ag_err_kind_of(err), err, NULL);
           e.detail_len = path_join(&path, path.n, e.detail, sizeof(e.detail));
           goto fail;
         }
         int st_rc = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW);
         if (st_rc < 0 || !S_ISDIR(st.st_mode)) {
           int link = st_rc == 0 && S_ISLNK(st.st_mode);
-          err_set(&e, link ? AW_E_SYMLINK : AW_E_NOT_DIRECTORY, link ? ELOOP : ENOTDIR, NULL);
+          ag_err_set(&e, link ? AW_E_SYMLINK : AW_E_NOT_DIRECTORY, link ? ELOOP : ENOTDIR, NULL);
           e.detail_len = path_join(&path, path.n, e.detail, sizeof(e.detail));
           goto fail;
         }
@@ -343,7 +343,7 @@ void list_start(uint32_t id, const uint8_t *p, size_t len) {
   int fd = -1;
   int rc = aw_dec_list(p, len, &m);
   if (rc != AW_OK) {
-    err_set(&e, decode_kind(rc), 0, "LIST: %s", aw_status_str(rc));
+    ag_err_set(&e, decode_kind(rc), 0, "LIST: %s", aw_status_str(rc));
     goto fail;
   }
   if (path_parse(m.path.p, m.path.len, &path, &e) < 0) goto fail;
@@ -353,14 +353,14 @@ void list_start(uint32_t id, const uint8_t *p, size_t len) {
   if (fd < 0) goto fail;
   DIR *d = fdopendir(fd);
   if (d == NULL) {
-    err_set(&e, err_kind_of(errno), errno, "fdopendir");
+    ag_err_set(&e, ag_err_kind_of(errno), errno, "fdopendir");
     goto fail;
   }
   fd = -1; /* the DIR owns it now */
   req_t *r = req_new(id, AW_T_LIST);
   if (r == NULL) {
     closedir(d);
-    err_set(&e, AW_E_RESOURCES, ENOMEM, "out of memory");
+    ag_err_set(&e, AW_E_RESOURCES, ENOMEM, "out of memory");
     goto fail;
   }
   r->nout = 1;
@@ -431,7 +431,7 @@ int list_produce(req_t *r) {
     int rc = list_next(ls);
     if (rc < 0) {
       ag_err_t e;
-      err_set(&e, err_kind_of(errno), errno, "readdir");
+      ag_err_set(&e, ag_err_kind_of(errno), errno, "readdir");
       file_fail(r, &e);
       return 1;
     }

@@ -142,7 +142,7 @@ void send_error(uint32_t id, const ag_err_t *e) {
 
 void send_error_simple(uint32_t id, uint16_t kind, int errnum, const char *detail) {
   ag_err_t e;
-  err_set(&e, kind, errnum, "%s", detail ? detail : "");
+  ag_err_set(&e, kind, errnum, "%s", detail ? detail : "");
   send_error(id, &e);
 }
 

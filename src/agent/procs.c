@@ -15,7 +15,7 @@
 static int bad_pgid(uint32_t id, int32_t pgid) {
   if (pgid <= 1) {
     ag_err_t e;
-    err_set(&e, AW_E_INVALID, 0, "pgid must be greater than 1");
+    ag_err_set(&e, AW_E_INVALID, 0, "pgid must be greater than 1");
     e.value = (uint64_t)(int64_t)pgid;
     send_error(id, &e);
     return 1;
@@ -32,7 +32,7 @@ void signal_run(uint32_t id, const uint8_t *p, size_t len) {
   int rc = aw_dec_signal(p, len, &m);
   if (rc != AW_OK) {
     ag_err_t e;
-    err_set(&e, rc == AW_ERR_VALUE ? AW_E_INVALID : AW_E_PROTOCOL, 0, "SIGNAL: %s", aw_status_str(rc));
+    ag_err_set(&e, rc == AW_ERR_VALUE ? AW_E_INVALID : AW_E_PROTOCOL, 0, "SIGNAL: %s", aw_status_str(rc));
     send_error(id, &e);
     return;
   }
@@ -44,14 +44,14 @@ void signal_run(uint32_t id, const uint8_t *p, size_t len) {
       res.delivered = n > 0;
       res.count = (uint32_t)n;
     } else if (errno != ESRCH) {
-      send_error_simple(id, err_kind_of(errno), errno, "kill");
+      send_error_simple(id, ag_err_kind_of(errno), errno, "kill");
       return;
     }
   } else if (kill(-m.pgid, m.signal) == 0) {
     res.delivered = 1;
     res.count = 1;
   } else if (errno != ESRCH) {
-    send_error_simple(id, err_kind_of(errno), errno, "kill");
+    send_error_simple(id, ag_err_kind_of(errno), errno, "kill");
     return;
   }
   aw_writer_t w;

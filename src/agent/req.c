@@ -96,15 +96,15 @@ void in_consumed(req_t *r, uint32_t n, int drained) {
 
 int req_take_data(req_t *r, const aw_header_t *h, ag_err_t *e) {
   if (!r->has_in) {
-    err_set(e, AW_E_PROTOCOL, 0, "DATA for a request that takes no input");
+    ag_err_set(e, AW_E_PROTOCOL, 0, "DATA for a request that takes no input");
     return -1;
   }
   if (r->in.ended) {
-    err_set(e, AW_E_PROTOCOL, 0, "DATA after the end of the input");
+    ag_err_set(e, AW_E_PROTOCOL, 0, "DATA after the end of the input");
     return -1;
   }
   if (h->len > r->in.outstanding) {
-    err_set(e, AW_E_FLOW_CONTROL, 0, "DATA of %u bytes with %u bytes of credit", (unsigned)h->len,
+    ag_err_set(e, AW_E_FLOW_CONTROL, 0, "DATA of %u bytes with %u bytes of credit", (unsigned)h->len,
             (unsigned)r->in.outstanding);
     return -1;
   }
@@ -121,11 +121,11 @@ int req_take_window(req_t *r, const aw_header_t *h, uint32_t inc, ag_err_t *e) {
   for (int i = 0; i < r->nout; i++)
     if (r->out[i].stream == h->stream) o = &r->out[i];
   if (o == NULL) {
-    err_set(e, AW_E_PROTOCOL, 0, "WINDOW for stream %u, which this request does not have", (unsigned)h->stream);
+    ag_err_set(e, AW_E_PROTOCOL, 0, "WINDOW for stream %u, which this request does not have", (unsigned)h->stream);
     return -1;
   }
   if ((uint64_t)o->credit + inc > AW_MAX_WINDOW) {
-    err_set(e, AW_E_FLOW_CONTROL, 0, "credit over %u bytes", (unsigned)AW_MAX_WINDOW);
+    ag_err_set(e, AW_E_FLOW_CONTROL, 0, "credit over %u bytes", (unsigned)AW_MAX_WINDOW);
     return -1;
   }
   o->credit += inc;

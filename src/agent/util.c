@@ -73,7 +73,7 @@ ssize_t write_all(int fd, const void *p, size_t len) {
   return (ssize_t)done;
 }
 
-uint16_t err_kind_of(int errnum) {
+uint16_t ag_err_kind_of(int errnum) {
   switch (errnum) {
   case ENOENT: return AW_E_NOT_FOUND;
   case EACCES:
@@ -93,7 +93,7 @@ uint16_t err_kind_of(int errnum) {
   }
 }
 
-void err_set(ag_err_t *e, uint16_t kind, int errnum, const char *fmt, ...) {
+void ag_err_set(ag_err_t *e, uint16_t kind, int errnum, const char *fmt, ...) {
   e->kind = kind;
   e->stage = AW_STAGE_NONE;
   e->err = errnum;
@@ -109,7 +109,7 @@ void err_set(ag_err_t *e, uint16_t kind, int errnum, const char *fmt, ...) {
   }
 }
 
-void err_detail_bytes(ag_err_t *e, const void *p, size_t len) {
+void ag_err_detail_bytes(ag_err_t *e, const void *p, size_t len) {
   if (len > sizeof(e->detail) - 1) len = sizeof(e->detail) - 1;
   if (len) memcpy(e->detail, p, len);
   e->detail[len] = 0;

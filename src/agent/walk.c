@@ -59,17 +59,17 @@ int openat2_probe(void) {
 int path_parse(const uint8_t *p, size_t len, agpath_t *out, ag_err_t *e) {
   out->n = 0;
   if (len > AW_MAX_PATH) {
-    err_set(e, AW_E_LIMIT, ENAMETOOLONG, "path longer than %u bytes", (unsigned)AW_MAX_PATH);
+    ag_err_set(e, AW_E_LIMIT, ENAMETOOLONG, "path longer than %u bytes", (unsigned)AW_MAX_PATH);
     e->value = AW_MAX_PATH;
     return -1;
   }
   if (aw_has_nul(p, len)) {
-    err_set(e, AW_E_INVALID, 0, "path holds a NUL byte");
+    ag_err_set(e, AW_E_INVALID, 0, "path holds a NUL byte");
     return -1;
   }
   if (len > 0 && p[0] == '/') {
-    err_set(e, AW_E_OUTSIDE, 0, "absolute path");
-    err_detail_bytes(e, p, len);
+    ag_err_set(e, AW_E_OUTSIDE, 0, "absolute path");
+    ag_err_detail_bytes(e, p, len);
     return -1;
   }
   size_t used = 0;
@@ -83,22 +83,22 @@ int path_parse(const uint8_t *p, size_t len, agpath_t *out, ag_err_t *e) {
       continue;
     }
     if (clen == 2 && p[i] == '.' && p[i + 1] == '.') {
-      err_set(e, AW_E_OUTSIDE, 0, "..");
-      err_detail_bytes(e, p, len);
+      ag_err_set(e, AW_E_OUTSIDE, 0, "..");
+      ag_err_detail_bytes(e, p, len);
       return -1;
     }
     if (clen > AW_MAX_NAME) {
-      err_set(e, AW_E_LIMIT, ENAMETOOLONG, "a path component is longer than %u bytes", (unsigned)AW_MAX_NAME);
+      ag_err_set(e, AW_E_LIMIT, ENAMETOOLONG, "a path component is longer than %u bytes", (unsigned)AW_MAX_NAME);
       e->value = AW_MAX_NAME;
       return -1;
     }
     if (out->n >= AW_MAX_DEPTH) {
-      err_set(e, AW_E_LIMIT, 0, "path deeper than %u components", (unsigned)AW_MAX_DEPTH);
+      ag_err_set(e, AW_E_LIMIT, 0, "path deeper than %u components", (unsigned)AW_MAX_DEPTH);
       e->value = AW_MAX_DEPTH;
       return -1;
     }
     if (used + clen + 1 > sizeof(out->buf)) {
-      err_set(e, AW_E_LIMIT, ENAMETOOLONG, "path too long");
+      ag_err_set(e, AW_E_LIMIT, ENAMETOOLONG, "path too long");
       e->value = AW_MAX_PATH;
       return -1;
     }
@@ -128,7 +128,7 @@ size_t path_join(const agpath_t *path, size_t upto, char *buf, size_t cap) {
 
 /* The error for component i (0-based) of `path`, with the path up to it as detail. */
 static void comp_err(ag_err_t *e, const agpath_t *path, size_t i, uint16_t kind, int errnum) {
-  err_set(e, kind, errnum, NULL);
+  ag_err_set(e, kind, errnum, NULL);
   e->detail_len = path_join(path, i + 1, e->detail, sizeof(e->detail));
 }
 
@@ -147,14 +147,14 @@ static int step(int cur, const agpath_t *path, size_t i, int create, mode_t mode
         if (errno == EEXIST) continue; /* made meanwhile: look again */
         err = errno;
       }
-      comp_err(e, path, i, err_kind_of(err), err);
+      comp_err(e, path, i, ag_err_kind_of(err), err);
       return -1;
     }
     struct stat st;
     if (fstat(fd, &st) < 0) {
       int err = errno;
       close(fd);
-      comp_err(e, path, i, err_kind_of(err), err);
+      comp_err(e, path, i, ag_err_kind_of(err), err);
       return -1;
     }
     if (S_ISLNK(st.st_mode)) {
@@ -177,7 +177,7 @@ static int walk_manual(int wdfd, const agpath_t *path, size_t upto, int create, 
                        ag_err_t *e) {
   int cur = fcntl(wdfd, F_DUPFD_CLOEXEC, 0);
   if (cur < 0) {
-    err_set(e, err_kind_of(errno), errno, "dup");
+    ag_err_set(e, ag_err_kind_of(errno), errno, "dup");
     return -1;
   }
   for (size_t i = 0; i < upto; i++) {
@@ -218,13 +218,13 @@ static int open_final(int dir, const agpath_t *path, int flags, ag_err_t *e) {
   struct stat named, opened;
   int pfd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   if (pfd < 0) {
-    comp_err(e, path, last, err_kind_of(errno), errno);
+    comp_err(e, path, last, ag_err_kind_of(errno), errno);
     return -1;
   }
   if (fstat(pfd, &named) != 0) {
     int err = errno;
     close(pfd);
-    comp_err(e, path, last, err_kind_of(err), err);
+    comp_err(e, path, last, ag_err_kind_of(err), err);
     return -1;
   }
   close(pfd);
@@ -240,7 +240,7 @@ static int open_final(int dir, const agpath_t *path, int flags, ag_err_t *e) {
     if ((err == ELOOP || err == ENOTDIR) && fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
       comp_err(e, path, last, AW_E_SYMLINK, ELOOP);
     else
-      comp_err(e, path, last, err_kind_of(err), err);
+      comp_err(e, path, last, ag_err_kind_of(err), err);
     return -1;
   }
   if (fstat(fd, &opened) != 0 || opened.st_dev != named.st_dev || opened.st_ino != named.st_ino) {
@@ -255,7 +255,7 @@ int walk_open(int wdfd, const agpath_t *path, int flags, int use_openat2, ag_err
   flags |= O_NOFOLLOW | O_CLOEXEC;
   if (path->n == 0) {
     int fd = openat(wdfd, ".", flags);
-    if (fd < 0) err_set(e, err_kind_of(errno), errno, ".");
+    if (fd < 0) ag_err_set(e, ag_err_kind_of(errno), errno, ".");
     return fd;
   }
   if (use_openat2) {

@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 
-void head_collector_init(head_collector_t *c, size_t max) {
+static void head_collector_init(head_collector_t *c, size_t max) {
   buf_init(&c->bytes, 0);
   c->max = max;
   c->truncated = 0;

@@ -28,7 +28,6 @@ typedef struct exec_result {
   head_collector_t err;
 } exec_result_t;
 
-void head_collector_init(head_collector_t *c, size_t max);
 /* Keeps what fits; never fails for lack of room (it truncates), -1 only on ENOMEM. */
 int head_collector_accept(head_collector_t *c, const uint8_t *data, size_t len);
 

@@ -106,7 +106,8 @@ static int type_from_host(unsigned t) {
   return t == AW_T_DATA || t == AW_T_WINDOW || (t >= AW_T_HOST_HELLO && t <= AW_T_GROUP_ALIVE);
 }
 
-int aw_header_check(const aw_header_t *h, int from) {
+/* Checks a decoded header against the rules for frames sent by `from`. */
+static int aw_header_check(const aw_header_t *h, int from) {
   if (h->len > AW_MAX_PAYLOAD) return AW_ERR_FRAME_SIZE;
   if (h->reserved != 0) return AW_ERR_RESERVED;
   if (from == AW_FROM_AGENT ? !type_from_agent(h->type) : !type_from_host(h->type)) return AW_ERR_TYPE;
@@ -264,7 +265,7 @@ void aw_w_u32(aw_writer_t *w, uint32_t v) {
   put32(b, v);
   aw_w_raw(w, b, 4);
 }
-void aw_w_u64(aw_writer_t *w, uint64_t v) {
+static void aw_w_u64(aw_writer_t *w, uint64_t v) {
   aw_w_u32(w, (uint32_t)(v >> 32));
   aw_w_u32(w, (uint32_t)v);
 }

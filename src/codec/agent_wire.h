@@ -192,8 +192,6 @@ typedef struct aw_header {
 } aw_header_t;
 
 void aw_header_encode(uint8_t out[AW_HEADER_LEN], const aw_header_t *h);
-/* Checks a decoded header against the rules for frames sent by `from`. */
-int aw_header_check(const aw_header_t *h, int from);
 /*
  * One frame at the start of buf[0..len): returns 1 with *h, *payload (inside buf) and
  * *frame_len set; 0 when more bytes are needed; a negative AW_ERR_* when the header is
@@ -230,7 +228,6 @@ void aw_w_init(aw_writer_t *w, uint8_t *buf, size_t cap);
 void aw_w_u8(aw_writer_t *w, uint8_t v);
 void aw_w_u16(aw_writer_t *w, uint16_t v);
 void aw_w_u32(aw_writer_t *w, uint32_t v);
-void aw_w_u64(aw_writer_t *w, uint64_t v);
 void aw_w_raw(aw_writer_t *w, const void *p, size_t len);
 void aw_w_blob(aw_writer_t *w, const void *p, uint32_t len); /* u32 length, bytes */
 /* Starts a frame (header with length 0); returns where it starts. */

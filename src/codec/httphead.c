@@ -47,7 +47,10 @@ long http_head_status(const uint8_t *head, size_t len) {
   return status >= 100 && status <= 599 ? status : -1;
 }
 
-const uint8_t *http_head_header(const uint8_t *head, size_t len, const char *name, size_t *vlen) {
+/* The value of header `name` (ASCII case-insensitive) in a head, leading blanks skipped,
+ * up to the end of its line (*vlen bytes); NULL when absent. Only lines of the head count
+ * (the status line is not a header). */
+static const uint8_t *http_head_header(const uint8_t *head, size_t len, const char *name, size_t *vlen) {
   const uint8_t *end = head + len;
   const uint8_t *line = memmem(head, len, "\r\n", 2);
   while (line != NULL) {

@@ -24,10 +24,6 @@ size_t http_head_end(const uint8_t *data, size_t len);
 /* The status of a head's first line, "HTTP/<digits>.<digits> <3 digits>[ reason]", from
  * 100 to 599; -1 when the line is not that (or longer than 256 bytes). */
 long http_head_status(const uint8_t *head, size_t len);
-/* The value of header `name` (ASCII case-insensitive) in a head, leading blanks skipped,
- * up to the end of its line (*vlen bytes); NULL when absent. Only lines of the head count
- * (the status line is not a header). */
-const uint8_t *http_head_header(const uint8_t *head, size_t len, const char *name, size_t *vlen);
 /* 1 when header `name`'s value starts with `prefix` (ASCII case-insensitive). */
 int http_head_header_is(const uint8_t *head, size_t len, const char *name, const char *prefix);
 /* Content-Length as a number (decimal digits after optional blanks, at most 18 of them);

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char LIFETIME_SCRIPT[] =
+static const char LIFETIME_SCRIPT[] =
     "trap 'exit 0' TERM INT\n"
     "trap 'a=1' USR1\n"
     "i=$1 l=$2 a=0 k=$(($1 / 4000))\n"
@@ -39,7 +39,9 @@ const char LIFETIME_SCRIPT[] =
     "  now\n"
     "done\n";
 
-json_t *lifetime_cmd(const lifetime_t *l, int with_init) {
+/* with_init: [LIFETIME_INIT_PATH, "init", "<idle>", "<max>"]; otherwise
+ * ["sh", "-c", LIFETIME_SCRIPT, LIFETIME_ARGV0, "<idle>", "<max>"]. NULL when out of memory. */
+static json_t *lifetime_cmd(const lifetime_t *l, int with_init) {
   char idle[32], max[32];
   snprintf(idle, sizeof(idle), "%lld", (long long)(l->idle_ms > 0 ? l->idle_ms : 0));
   snprintf(max, sizeof(max), "%lld", (long long)(l->max_ms > 0 ? l->max_ms : 0));
@@ -97,6 +99,3 @@ int lifetime_from_labels(json_t *labels, lifetime_t *out, err_t *err) {
   return 0;
 }
 
-int lifetime_is_label(const char *label) {
-  return strcmp(label, LABEL_IDLE_TIMEOUT) == 0 || strcmp(label, LABEL_MAX_LIFETIME) == 0;
-}

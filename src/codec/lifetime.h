@@ -47,8 +47,6 @@
 #define LIFETIME_INIT_PATH LIFETIME_INIT_DIR "/" LIFETIME_INIT_NAME
 #define LIFETIME_INIT_MODE "init" /* argv[1]: the agent's mode (src/agent/main.c) */
 
-extern const char LIFETIME_SCRIPT[];
-
 typedef struct lifetime {
   int64_t idle_ms; /* 0: no idle limit */
   int64_t max_ms;  /* 0: no lifetime limit */
@@ -56,9 +54,6 @@ typedef struct lifetime {
 
 static inline int lifetime_any(const lifetime_t *l) { return l->idle_ms > 0 || l->max_ms > 0; }
 
-/* with_init: [LIFETIME_INIT_PATH, "init", "<idle>", "<max>"]; otherwise
- * ["sh", "-c", LIFETIME_SCRIPT, LIFETIME_ARGV0, "<idle>", "<max>"]. NULL when out of memory. */
-json_t *lifetime_cmd(const lifetime_t *l, int with_init);
 /* On a container create body: when a limit is set, Cmd becomes lifetime_cmd and the set
  * limits are added to Labels (an object that must exist). Nothing changes otherwise.
  * 0, or -1 when out of memory. */
@@ -71,7 +66,5 @@ int lifetime_cmd_is_init(json_t *cmd);
  * is not an integer in [LIFETIME_MIN_MS, LIFETIME_MAX_MS] is
  * invalid_state "Sandbox metadata is invalid: <label>" (-1). */
 int lifetime_from_labels(json_t *labels, lifetime_t *out, err_t *err);
-/* Whether `label` is one of the two above. */
-int lifetime_is_label(const char *label);
 
 #endif

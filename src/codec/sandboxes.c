@@ -31,7 +31,8 @@ int sbx_state_from_name(const char *name, sbx_state_t *out) {
  * exited, and so do we), "stopped" (exited, not yet cleaned up), "configured" and
  * "initialized" (created, never started). A sandbox is never left out of a listing for
  * being half-way between two states. */
-int sbx_state_from_engine(const char *state, sbx_state_t *out) {
+/* The engine's State string ("exited", "created", ...); -1 when unknown. */
+static int sbx_state_from_engine(const char *state, sbx_state_t *out) {
   if (strcmp(state, "exited") == 0 || strcmp(state, "created") == 0 || strcmp(state, "stopped") == 0 ||
       strcmp(state, "configured") == 0 || strcmp(state, "initialized") == 0)
     *out = SBX_STOPPED;

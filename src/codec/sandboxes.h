@@ -67,8 +67,6 @@ typedef enum {
 const char *sbx_state_name(sbx_state_t s);
 /* The state named `name` (one of sbx_state_name's), 0; -1 when none is. */
 int sbx_state_from_name(const char *name, sbx_state_t *out);
-/* The engine's State string ("exited", "created", ...); -1 when unknown. */
-int sbx_state_from_engine(const char *state, sbx_state_t *out);
 
 typedef struct sandbox_summary {
   char *id;

@@ -80,8 +80,6 @@ void tar_reader_free(tar_reader_t *r) {
   free(r);
 }
 
-uint64_t tar_reader_members(const tar_reader_t *r) { return r->members; }
-
 /* ---- numbers ---- */
 
 /* An octal field (leading spaces, digits, then NUL/space/end) or GNU base-256. -1 when

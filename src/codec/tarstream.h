@@ -71,8 +71,6 @@ int tar_reader_feed(tar_reader_t *r, const uint8_t *data, size_t len, err_t *err
 /* The input ended: 0 when the end of the archive was read, else -1 with err set (the
  * archive was cut: docker_command_failed naming how far it got). */
 int tar_reader_finish(tar_reader_t *r, err_t *err);
-/* Members whose header was read so far (for messages). */
-uint64_t tar_reader_members(const tar_reader_t *r);
 
 /* ---- writing ---- */
 

@@ -1107,8 +1107,6 @@ int agent_conn_unusable(const agent_conn_t *c) { return c->state == ST_UNUSABLE;
 
 int agent_conn_is_ready(const agent_conn_t *c) { return c != NULL && c->state == ST_READY; }
 
-uint32_t agent_conn_pid(const agent_conn_t *c) { return c->state == ST_READY ? c->pid : 0; }
-
 void agent_conn_shutdown(agent_conn_t *c) {
   if (c == NULL || c->state == ST_UNUSABLE || c->state == ST_IDLE || c->state == ST_DEAD) return;
   err_t err;

@@ -126,8 +126,6 @@ void agent_conn_cancel_wait(agent_conn_t *c, agent_waiter_t *w);
 int agent_conn_unusable(const agent_conn_t *c);
 /* 1 while connected: agent_req_start would send now. */
 int agent_conn_is_ready(const agent_conn_t *c);
-/* The agent's pid in the container while connected, else 0 (tests, diagnostics). */
-uint32_t agent_conn_pid(const agent_conn_t *c);
 /* Ends the agent now (its input ends: commands it started end with it, detached ones do
  * not); requests in flight fail. The next wait connects again. */
 void agent_conn_shutdown(agent_conn_t *c);

@@ -54,6 +54,9 @@ engine_t *engine_new(io_t *io, const char *explicit_host) {
   return e;
 }
 
+/* Stops the transfer; the done callback is not called. */
+static void http_req_cancel(http_req_t *r);
+
 void engine_ref(engine_t *e) { e->refs++; }
 
 void engine_unref(engine_t *e) {
@@ -72,7 +75,8 @@ void engine_unref(engine_t *e) {
 io_t *engine_io(engine_t *e) { return e->io; }
 ssh_transport_t *engine_ssh(engine_t *e) { return e->ssh; }
 
-void engine_link_clear(engine_link_t *l) {
+/* Releases what a link holds (an engine_link_t is zeroed to start with). */
+static void engine_link_clear(engine_link_t *l) {
   if (l->waiting) ssh_conn_cancel_wait(&l->wait);
   l->waiting = 0;
   ssh_conn_unref(l->conn);
@@ -126,7 +130,9 @@ int engine_easy_setup(engine_t *e, CURL *c, const char *path, int versioned, eng
   return 0;
 }
 
-int engine_link_failure(engine_t *e, const engine_link_t *l, err_t *err) {
+/* A transfer failed: 1 with err set when its link explains why (the ssh process failed,
+ * with its stderr, or ssh could not be started), else 0. */
+static int engine_link_failure(engine_t *e, const engine_link_t *l, err_t *err) {
   if (l == NULL || e->ssh == NULL) return 0;
   if (l->conn != NULL && ssh_conn_failure(l->conn, engine_display(e), err)) return 1;
   return l->conn == NULL && ssh_transport_spawn_failure(e->ssh, err);
@@ -348,7 +354,7 @@ http_req_t *http_req_new(engine_t *e, const char *method, const char *path_fmt, 
 
 void http_req_set_limit(http_req_t *r, size_t max_bytes) { r->resp.limit = max_bytes; }
 
-int http_req_add_header(http_req_t *r, const char *header) {
+static int http_req_add_header(http_req_t *r, const char *header) {
   struct curl_slist *l = curl_slist_append(r->headers, header);
   if (l == NULL) return -1;
   r->headers = l;
@@ -541,7 +547,7 @@ int http_req_start(http_req_t *r, http_done_fn done, void *ud, err_t *err) {
   return 0;
 }
 
-void http_req_cancel(http_req_t *r) {
+static void http_req_cancel(http_req_t *r) {
   if (r == NULL) return;
   if (r->link.waiting) {
     ssh_conn_cancel_wait(&r->link.wait);

@@ -68,11 +68,6 @@ ssh_transport_t *engine_ssh(engine_t *e);
  * the engine is ready. 0, or -1 when out of memory.
  */
 int engine_easy_setup(engine_t *e, CURL *c, const char *path, int versioned, engine_link_t *link);
-/* A transfer failed: 1 with err set when its link explains why (the ssh process failed,
- * with its stderr, or ssh could not be started), else 0. */
-int engine_link_failure(engine_t *e, const engine_link_t *l, err_t *err);
-/* Releases what a link holds (an engine_link_t is zeroed to start with). */
-void engine_link_clear(engine_link_t *l);
 /* The engine's architecture (GET /version's Arch: "amd64", "arm64", ...) once learned,
  * else NULL; set by whoever asked the engine first. */
 const char *engine_arch(engine_t *e);
@@ -152,7 +147,6 @@ http_req_t *http_req_new(engine_t *e, const char *method, const char *path_fmt, 
 int http_req_set_json(http_req_t *r, json_t *body);
 /* Takes ownership of `body`'s bytes; `body` is left empty. */
 int http_req_take_body(http_req_t *r, buf_t *body, const char *content_type);
-int http_req_add_header(http_req_t *r, const char *header);
 /* Most bytes of response body kept (default 8 MiB); more fails the request. */
 void http_req_set_limit(http_req_t *r, size_t max_bytes);
 /*
@@ -161,8 +155,6 @@ void http_req_set_limit(http_req_t *r, size_t max_bytes);
  * called; the request can be freed).
  */
 int http_req_start(http_req_t *r, http_done_fn done, void *ud, err_t *err);
-/* Stops the transfer; the done callback is not called. */
-void http_req_cancel(http_req_t *r);
 void http_req_free(http_req_t *r);
 
 /* 1 when the transfer completed with a 2xx status. */

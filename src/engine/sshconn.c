@@ -123,8 +123,6 @@ static void conn_free(ssh_conn_t *c) {
   free(c);
 }
 
-void ssh_conn_ref(ssh_conn_t *c) { c->refs++; }
-
 void ssh_conn_unref(ssh_conn_t *c) {
   if (c != NULL && --c->refs == 0) conn_free(c);
 }

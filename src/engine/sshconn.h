@@ -76,7 +76,6 @@ int ssh_transport_spawn_failure(const ssh_transport_t *t, err_t *err);
  */
 int ssh_transport_connect(ssh_transport_t *t, ssh_conn_t **conn, err_t *err);
 
-void ssh_conn_ref(ssh_conn_t *c);
 void ssh_conn_unref(ssh_conn_t *c);
 
 /* Waiting for a connection's process to end (it does once its socket is closed; after

@@ -259,7 +259,8 @@ int stream_req_not_found(const stream_req_t *r) {
 
 const char *stream_req_path_stat(const stream_req_t *r) { return r->path_stat; }
 
-char *stream_req_engine_message(const stream_req_t *r) { return http_error_message(r->resp.data, r->resp.len); }
+/* The engine's error text of a failed reply ("message" of its JSON). Caller frees. */
+static char *stream_req_engine_message(const stream_req_t *r) { return http_error_message(r->resp.data, r->resp.len); }
 
 int stream_req_error(const stream_req_t *r, err_t *err) {
   if (err_is_set(&r->pre_err)) {

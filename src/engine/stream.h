@@ -60,8 +60,6 @@ int stream_req_ok(const stream_req_t *r);
 int stream_req_not_found(const stream_req_t *r);
 /* Fills err for a failed request as engine.h's http_req_error does. -1 (0 when it succeeded). */
 int stream_req_error(const stream_req_t *r, err_t *err);
-/* The engine's error text of a failed reply ("message" of its JSON). Caller frees. */
-char *stream_req_engine_message(const stream_req_t *r);
 /* X-Docker-Container-Path-Stat, or NULL. */
 const char *stream_req_path_stat(const stream_req_t *r);
 

@@ -54,9 +54,6 @@ int lifetime_read(napi_env env, napi_value options, lifetime_t *out, err_t *err)
  * err set (out of memory). */
 int lifetime_track(jsenv_t *js, sandbox_t *sb, const lifetime_t *l, err_t *err);
 
-/* An operation on the sandbox starts / ends (no-ops without a tracker). */
-void activity_begin(sandbox_t *sb);
-void activity_end(sandbox_t *sb);
 /* No signal may reach the container between hold and release (the engine unpauses a
  * paused container it signals: fork pauses its parent). Release sends what is owed. */
 void activity_hold(sandbox_t *sb);

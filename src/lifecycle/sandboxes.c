@@ -56,7 +56,8 @@ typedef struct list_op {
   item_step_t step;
 } list_op_t;
 
-int64_t wall_clock_ms(void) {
+/* The wall clock, in ms since the epoch. */
+static int64_t wall_clock_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -89,7 +90,10 @@ static napi_value port_to_js(napi_env env, const published_port_t *p) {
   return o;
 }
 
-napi_value sandbox_summary_to_js(napi_env env, const sandbox_summary_t *s, int64_t now_ms) {
+/* { id, containerName, state, image, createdAt, stoppedAt?, exitCode?, workdir?,
+ *   workspace?, ports, labels, lifetime?, forkOf? }; `now_ms` is the wall clock the
+ * status line's "ago" is counted back from. */
+static napi_value sandbox_summary_to_js(napi_env env, const sandbox_summary_t *s, int64_t now_ms) {
   napi_value o, ports, labels;
   NU_CALL(env, napi_create_object(env, &o));
   set(env, o, "id", nu_string(env, s->id));

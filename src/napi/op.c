@@ -125,12 +125,6 @@ int op_fail_at_start(op_t *op, napi_value error, err_t *err) {
   return 0;
 }
 
-int op_fail_at_start_err(op_t *op, err_t *error, err_t *err) {
-  napi_value v = nu_error_value(op->js, error);
-  err_clear(error);
-  return op_fail_at_start(op, v, err);
-}
-
 static napi_value start_error_value(op_t *op) {
   napi_value v = NULL;
   napi_get_reference_value(op->js->env, op->start_error, &v);
@@ -212,8 +206,8 @@ static void settle(op_t *op, int ok, napi_value (*build)(op_t *op), err_t *err, 
   if (free_now) op_free(op);
 }
 
-void op_resolve(op_t *op) { settle(op, 1, op->vt->result, NULL, 0); }
-void op_reject(op_t *op, err_t *err) { settle(op, 0, NULL, err, 0); }
+static void op_resolve(op_t *op) { settle(op, 1, op->vt->result, NULL, 0); }
+static void op_reject(op_t *op, err_t *err) { settle(op, 0, NULL, err, 0); }
 void op_reject_cancelled(op_t *op) { settle(op, 0, NULL, NULL, 1); }
 void op_reject_build(op_t *op, napi_value (*build)(op_t *op)) { settle(op, 0, build, NULL, 0); }
 

@@ -85,10 +85,9 @@ napi_value op_prepared(op_t *op, err_t *err);
  * (an argument Node refused to hand to the docker CLI, an image name the engine cannot
  * know), checked here while the arguments are read but reported where the original
  * reported it, after the state and abort checks of the shim. 0, or -1 with `err` set
- * (out of memory). op_fail_at_start_err does the same with an err_t (cleared).
+ * (out of memory).
  */
 int op_fail_at_start(op_t *op, napi_value error, err_t *err);
-int op_fail_at_start_err(op_t *op, err_t *error, err_t *err);
 
 /*
  * Hands an op's work to another op made for the same call (a transport falling back to
@@ -117,8 +116,6 @@ void op_unhold(op_t *op);
 
 /* Settles with the result (err NULL or empty) or the error, then releases the op. */
 void op_settle(op_t *op, err_t *err);
-void op_resolve(op_t *op);
-void op_reject(op_t *op, err_t *err);
 void op_reject_cancelled(op_t *op);
 /* Rejects with a value built by `build` inside an open scope (e.g. an AggregateError). */
 void op_reject_build(op_t *op, napi_value (*build)(op_t *op));

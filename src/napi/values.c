@@ -59,7 +59,8 @@ napi_value nu_string_n(napi_env env, const char *s, size_t n) {
   return v;
 }
 
-void nu_finalize_free(napi_env env, void *data, void *hint) {
+/* Frees a malloc'd pointer held by an external or array buffer. */
+static void nu_finalize_free(napi_env env, void *data, void *hint) {
   (void)env;
   (void)hint;
   free(data);

@@ -71,8 +71,4 @@ napi_value nu_aggregate_error(napi_env env, napi_value *errors, size_t count, co
 /* jansson value -> JS value. */
 napi_value nu_from_json(napi_env env, json_t *j);
 
-
-/* Frees a malloc'd pointer held by an external or array buffer. */
-void nu_finalize_free(napi_env env, void *data, void *hint);
-
 #endif

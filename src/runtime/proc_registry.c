@@ -15,7 +15,8 @@
 
 #define MAX_MARKER_SCAN 4096
 
-void proc_iso_now(char out[64]) {
+/* The current time as the original's new Date().toISOString(). */
+static void proc_iso_now(char out[64]) {
   struct timeval tv;
   gettimeofday(&tv, NULL);
   struct tm tm;
@@ -130,7 +131,8 @@ void proc_rec_unwatch(proc_rec_t *r, proc_watch_t *w) {
   w->next = NULL;
 }
 
-void proc_rec_notify(proc_rec_t *r) {
+/* Tells every watcher something changed; each unwatches itself when it is done. */
+static void proc_rec_notify(proc_rec_t *r) {
   proc_rec_ref(r);
   proc_watch_t *list = r->watchers;
   while (list) {

@@ -128,8 +128,6 @@ void proc_rec_remove(proc_rec_t *r);
 proc_rec_t *proc_rec_find(proc_registry_t *pm, const char *id);
 void proc_rec_watch(proc_rec_t *r, proc_watch_t *w);
 void proc_rec_unwatch(proc_rec_t *r, proc_watch_t *w);
-/* Tells every watcher something changed; each unwatches itself when it is done. */
-void proc_rec_notify(proc_rec_t *r);
 /* Marks the record closed by us (the stream was cut): stopped, exit code 137. */
 void proc_rec_close_killed(proc_rec_t *r);
 /* Cuts the record's link, if any (the carrier lets go; the link's reference is dropped). */
@@ -145,8 +143,6 @@ void proc_rec_orphaned(proc_rec_t *r);
 
 /* { id, command, args, cwd?, status, exitCode?, startedAt, endedAt? } */
 napi_value proc_info_to_js(napi_env env, proc_rec_t *r);
-/* The current time as the original's new Date().toISOString(). */
-void proc_iso_now(char out[64]);
 /* A `process` error: fmt has one %s for arg. Returns -1. */
 int proc_error(err_t *err, const char *fmt, const char *arg);
 

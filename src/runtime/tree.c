@@ -41,12 +41,12 @@ enum { T_READY = 0, T_RUNNING, T_COMMITTING, T_FAILING, T_STOPPING, T_DONE };
 
 /* ================= requests ================= */
 
-void tree_import_req_free(tree_import_req_t *r) {
+static void tree_import_req_free(tree_import_req_t *r) {
   free(r->dest);
   memset(r, 0, sizeof(*r));
 }
 
-void tree_export_req_free(tree_export_req_t *r) {
+static void tree_export_req_free(tree_export_req_t *r) {
   free(r->path);
   args_string_array_free(r->paths, r->npaths);
   memset(r, 0, sizeof(*r));

@@ -67,9 +67,6 @@ typedef struct tree_export_req {
 /* An export's idle deadline when idleTimeoutMs is not given. */
 #define TREE_EXPORT_IDLE_MS 60000u
 
-void tree_import_req_free(tree_import_req_t *r);
-void tree_export_req_free(tree_export_req_t *r);
-
 /* ---- import ---- */
 
 typedef struct tree_import tree_import_t;

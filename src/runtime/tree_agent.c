@@ -455,7 +455,7 @@ static void import_free(tree_import_t *t) {
   t->be = NULL;
 }
 
-const tree_import_backend_t tree_agent_import_backend = {
+static const tree_import_backend_t tree_agent_import_backend = {
     .name = "agent",
     .start = import_start,
     .entry = import_entry,
@@ -672,7 +672,7 @@ static void export_free(tree_export_t *x) {
   x->be = NULL;
 }
 
-const tree_export_backend_t tree_agent_export_backend = {
+static const tree_export_backend_t tree_agent_export_backend = {
     .name = "agent",
     .start = export_start,
     .pause = export_pause,

@@ -11,9 +11,6 @@
 
 #include "runtime/tree.h"
 
-extern const tree_import_backend_t tree_agent_import_backend;
-extern const tree_export_backend_t tree_agent_export_backend;
-
 /* native.prepareImportTree(sandbox, options) and prepareExportTree(sandbox, selection, options). */
 napi_value tree_agent_prepare_import(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
 napi_value tree_agent_prepare_export(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);

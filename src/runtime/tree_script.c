@@ -11,7 +11,33 @@
 #include "base/rand.h"
 #include "codec/userspec.h"
 
-const char TREE_IMPORT_SCRIPT[] =
+/*
+ * sh -c TREE_IMPORT_SCRIPT anvia-import <workdir> <dest> <stage> <mode> <marker> [pgid]
+ * Stages an import in the hidden directory <stage> of the workspace and publishes it into
+ * <dest> without a race (tree_engine.c says how). mode:
+ *  - stream: the destination's way is checked, `tar -x` reads the archive from stdin into
+ *    the staging directory (the transport's own flow control bounds what waits), then
+ *    publish. The archive ends with a member named <marker>: a stream that stops early
+ *    never has it, and the script then removes what it extracted;
+ *  - extract: the same, reporting tar's progress on stdout (/proc/<pid>/io rchar, every
+ *    20 ms: a "0" line first) for a transport without flow control of its own;
+ *  - publish, discard, await (says "ready", then reads "publish" or anything else from
+ *    stdin: publish or discard);
+ *  - discard with <pgid>: that process group is killed first (what was left running of
+ *    an import whose transport died);
+ *  - settle <pgid>: waits (at most TREE_STOP_GRACE_MS) for that group's leader (the
+ *    script of an import whose transport died after the whole stream was handed on) to
+ *    end, then removes what it left staged. Without <pgid>, or when it does not end,
+ *    nothing is removed (the script may be publishing).
+ * Exit 90: no workdir; 91: a symbolic link (its path on stderr); 92: not a directory or
+ * cannot be made; 93: cannot be entered; 94: a directory where a file goes; 95: cannot
+ * move; 97: the stream ended before its marker; 98: tar failed (its message on stderr); 99:
+ * tar's progress cannot be read (/proc/<pid>/io), without which stdin has no bound. A tar
+ * whose io file is not readable yet (mid-exec) or no longer (it already ended) is not that:
+ * 99 only when the script's own /proc/$$/io is unreadable, or tar's stays so while it runs
+ * for 500 checks 20 ms apart.
+ */
+static const char TREE_IMPORT_SCRIPT[] =
     "ws=$1 dest=$2 stage=$3 mode=$4 marker=$5 pg=${6:-}\n"
     "umask 022\n"
     "cd -P -- \"$ws\" 2>/dev/null || exit 90\n"
@@ -179,7 +205,13 @@ const char TREE_IMPORT_SCRIPT[] =
     "[ \"$rc\" -eq 0 ] || gone\n"
     "exit \"$rc\"\n";
 
-const char TREE_EXPORT_SCRIPT[] =
+/*
+ * sh -c TREE_EXPORT_SCRIPT anvia-export <workdir> <kind> [path...]: the selection as a
+ * tar stream on stdout. Exit 90: no workdir; 91: a symbolic link on the way (its path on
+ * stderr); 93: cannot enter; 94: not a directory (subtree) or not a regular file (files);
+ * 96: missing.
+ */
+static const char TREE_EXPORT_SCRIPT[] =
     "ws=$1 kind=$2\n"
     "shift 2\n"
     "cd -P -- \"$ws\" 2>/dev/null || exit 90\n"
