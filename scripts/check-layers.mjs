@@ -13,13 +13,24 @@
 //   6. the in-container agent (src/agent/) includes nothing of the addon but the shared
 //      wire codec, and the addon includes nothing of the agent;
 //   7. no call cycle between the agent's files (its layers are listed in src/agent/agent.h):
-//      read with `nm` from the agent's own objects, compiled here as its build does.
+//      read with `nm` from the agent's own objects, compiled here as its build does;
+//   8. no global symbol defined by both the addon and the agent (one name, one meaning:
+//      the structure drawing and a reader's grep both mistook one for the other);
+//   9. no dead export: every global the addon defines is used by another of its files,
+//      by a C test source (test/**/*.c), or is the module's entry point.
 //
 // Usage: node scripts/check-layers.mjs [--verbose] [--src DIR]. Exit status 1 when a rule
 // is broken. --src checks another tree laid out like src/ (the tests use it on a copy
 // with a rule broken on purpose).
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+//
+// Incremental: the `nm -P` listing of each object is kept in build-layers/, named by
+// a hash of the compiler flags, the file and every local header it reaches, so a run
+// compiles only what changed since the last one (the listing does not depend on where the
+// tree is, so a --src copy reuses the entries of the files it did not change). A run on
+// src/ itself removes the entries it did not use; ANVIA_LAYERS_NO_CACHE=1 compiles all.
+import { createHash } from "node:crypto";
+import { execFile, execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir, cpus } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -56,6 +67,76 @@ const layerOf = (file) => {
 };
 const rank = (layer) => LAYERS.indexOf(layer);
 const moduleOf = (file) => file.replace(/\.[ch]$/, "");
+
+// ---- the nm cache ----
+const cacheDir = join(root, "build-layers");
+const useCache = process.env.ANVIA_LAYERS_NO_CACHE !== "1";
+const cacheUsed = new Set();
+let compiled = 0;
+if (useCache) mkdirSync(cacheDir, { recursive: true });
+const texts = new Map();
+const textOf = (file) => {
+  if (!texts.has(file)) texts.set(file, readFileSync(join(src, file), "utf8"));
+  return texts.get(file);
+};
+// The local headers a file reaches, itself first (resolved as the includes map resolves them;
+// for the agent, as its -I flags do).
+function localClosure(file, resolve) {
+  const out = [];
+  const seen = new Set();
+  const visit = (f) => {
+    if (seen.has(f) || !existsSync(join(src, f))) return;
+    seen.add(f);
+    out.push(f);
+    for (const m of textOf(f).matchAll(/^\s*#\s*include\s+"([^"]+)"/gm)) visit(resolve(f, m[1]));
+  };
+  visit(file);
+  return out;
+}
+// The `nm -P` lines of `file` compiled with `flags` (which name no path of the tree): from
+// the cache when the file and its headers are unchanged, else compiled into `obj`.
+async function nmLines(file, flags, includeArgs, obj, resolve) {
+  const hash = createHash("sha256").update(flags.join("\0"));
+  for (const f of localClosure(file, resolve)) hash.update(`\0${f}\0`).update(textOf(f));
+  const key = hash.digest("hex").slice(0, 32);
+  const entry = join(cacheDir, `${key}.nm`);
+  if (useCache) {
+    cacheUsed.add(`${key}.nm`);
+    try {
+      return readFileSync(entry, "utf8").split("\n").filter(Boolean);
+    } catch {}
+  }
+  await new Promise((resolveP, reject) =>
+    execFile("cc", [...flags, ...includeArgs, "-c", "-o", obj, join(src, file)], (err, _out, stderr) =>
+      err ? reject(new Error(`${file}: ${stderr}`)) : resolveP(),
+    ),
+  );
+  compiled++;
+  const text = execFileSync("nm", ["-P", obj], { encoding: "utf8" });
+  if (useCache) {
+    const tmp = `${entry}.${process.pid}.tmp`;
+    writeFileSync(tmp, text);
+    renameSync(tmp, entry);
+  }
+  return text.split("\n").filter(Boolean);
+}
+// Runs `work` over `items`, as many at once as there are CPUs.
+async function eachParallel(items, work) {
+  const queue = [...items];
+  await Promise.all(
+    Array.from({ length: Math.max(1, cpus().length) }, async () => {
+      while (queue.length) await work(queue.shift());
+    }),
+  );
+}
+const resolveAddon = (from, name) => {
+  const beside = join(dirname(from), name);
+  return from.includes("/") && existsSync(join(src, beside)) ? beside : name;
+};
+const resolveAgent = (from, name) => {
+  for (const dir of [dirname(from), "agent", "codec"]) if (existsSync(join(src, dir, name))) return join(dir, name);
+  return name;
+};
 
 // ---- includes ----
 const includes = new Map(); // file -> { local: [..], system: [..] }
@@ -169,31 +250,19 @@ for (const comp of cycles(includeGraph)) problem(`include cycle between modules:
 const cfiles = addonFiles.filter((f) => f.endsWith(".c"));
 const objdir = mkdtempSync(join(tmpdir(), "anvia-layers-"));
 const nodeInclude = process.env.ANVIA_NODEDIR ? join(process.env.ANVIA_NODEDIR, "include/node") : "/usr/include/node";
+const addonDefined = new Map(); // symbol -> file, for rules 8 and 9
+const addonUsed = new Set(); // symbols another addon file takes
 try {
-  const jobs = Math.max(1, cpus().length);
-  // Compile in small batches, a few at once.
-  const queue = [...cfiles];
-  const compile = (file) =>
-    new Promise((resolve, reject) => {
-      const obj = join(objdir, file.replace(/\//g, "__") + ".o");
-      import("node:child_process").then(({ execFile }) =>
-        execFile(
-          "cc",
-          ["-std=c11", "-D_GNU_SOURCE", "-DNAPI_VERSION=8", "-O0", "-w", "-c", `-I${src}`, `-I${nodeInclude}`, "-o", obj, join(src, file)],
-          (err, _out, stderr) => (err ? reject(new Error(`${file}: ${stderr}`)) : resolve()),
-        ),
-      );
-    });
-  await Promise.all(
-    Array.from({ length: jobs }, async () => {
-      while (queue.length) await compile(queue.shift());
-    }),
-  );
+  const nmOf = new Map();
+  const flags = ["-std=c11", "-D_GNU_SOURCE", "-DNAPI_VERSION=8", "-O0", "-w"];
+  await eachParallel(cfiles, async (file) => {
+    const obj = join(objdir, file.replace(/\//g, "__") + ".o");
+    nmOf.set(file, await nmLines(file, flags, [`-I${src}`, `-I${nodeInclude}`], obj, resolveAddon));
+  });
   const defined = new Map(); // symbol -> file
   const undefinedBy = new Map(); // file -> [symbols]
   for (const file of cfiles) {
-    const obj = join(objdir, file.replace(/\//g, "__") + ".o");
-    const lines = execFileSync("nm", ["-P", obj], { encoding: "utf8" }).split("\n").filter(Boolean);
+    const lines = nmOf.get(file);
     const undef = [];
     for (const line of lines) {
       const [name, type] = line.split(" ");
@@ -218,6 +287,8 @@ try {
     }
     callGraph.set(file, edges);
   }
+  for (const [sym, file] of defined) addonDefined.set(sym, file);
+  for (const file of cfiles) for (const sym of undefinedBy.get(file)) if (defined.get(sym) !== file) addonUsed.add(sym);
   for (const comp of cycles(callGraph)) {
     const ties = [];
     for (const a of comp)
@@ -242,28 +313,18 @@ try {
 const agentCfiles = agentFiles.filter((f) => f.endsWith(".c"));
 const agentObjdir = mkdtempSync(join(tmpdir(), "anvia-layers-agent-"));
 try {
-  const { execFile } = await import("node:child_process");
-  const objOf = (file) => join(agentObjdir, file.replace(/\//g, "__") + ".o");
-  const compile = (file) =>
-    new Promise((resolve, reject) =>
-      execFile(
-        "cc",
-        // -fno-common: a global without an initializer (the state `g`) is defined where it
-        // is written, so nm names its file.
-        ["-std=c11", "-O0", "-w", "-fno-common", "-c", `-I${join(src, "agent")}`, `-I${join(src, "codec")}`, "-o", objOf(file), join(src, file)],
-        (err, _out, stderr) => (err ? reject(new Error(`${file}: ${stderr}`)) : resolve()),
-      ),
-    );
-  const queue = [...agentCfiles];
-  await Promise.all(
-    Array.from({ length: Math.max(1, cpus().length) }, async () => {
-      while (queue.length) await compile(queue.shift());
-    }),
-  );
+  const nmOf = new Map();
+  // -fno-common: a global without an initializer (the state `g`) is defined where it is
+  // written, so nm names its file.
+  const flags = ["-std=c11", "-O0", "-w", "-fno-common"];
+  await eachParallel(agentCfiles, async (file) => {
+    const obj = join(agentObjdir, file.replace(/\//g, "__") + ".o");
+    nmOf.set(file, await nmLines(file, flags, [`-I${join(src, "agent")}`, `-I${join(src, "codec")}`], obj, resolveAgent));
+  });
   const defined = new Map(); // symbol -> file
   const undefinedBy = new Map(); // file -> [symbols]
   for (const file of agentCfiles) {
-    const lines = execFileSync("nm", ["-P", objOf(file)], { encoding: "utf8" }).split("\n").filter(Boolean);
+    const lines = nmOf.get(file);
     const undef = [];
     for (const line of lines) {
       const [name, type] = line.split(" ");
@@ -274,6 +335,11 @@ try {
       }
     }
     undefinedBy.set(file, undef);
+  }
+  // Rule 8. The shared wire codec is compiled into both, and is one definition in the tree.
+  for (const [sym, file] of defined) {
+    const other = addonDefined.get(sym);
+    if (other && other !== file) problem(`symbol ${sym} is defined by the agent's ${file} and by the addon's ${other}: give one of them its file's prefix`);
   }
   const callGraph = new Map();
   for (const file of agentCfiles) {
@@ -301,9 +367,38 @@ try {
   rmSync(agentObjdir, { recursive: true, force: true });
 }
 
+// ---- rule 9: dead exports ----
+{
+  // What the C test sources (fuzzers, test agents, drivers) call of the addon's files (the
+  // repository's tests, also for a --src copy).
+  const testRoot = join(root, "test");
+  const testText = [];
+  const walkTests = (dir) => {
+    if (!existsSync(dir)) return;
+    for (const name of readdirSync(dir)) {
+      const p = join(dir, name);
+      if (name === "node_modules" || name === "corpus") continue;
+      if (statSync(p).isDirectory()) walkTests(p);
+      else if (/\.[ch]$/.test(name)) testText.push(readFileSync(p, "utf8"));
+    }
+  };
+  walkTests(testRoot);
+  const tests = testText.join("\n");
+  const ENTRY = new Set(["napi_register_module_v1", "node_api_module_get_api_version_v1"]);
+  for (const [sym, file] of addonDefined) {
+    if (addonUsed.has(sym) || ENTRY.has(sym) || new RegExp(`\\b${sym}\\b`).test(tests)) continue;
+    problem(`${file} exports ${sym}, which no other file uses: make it static or remove it`);
+  }
+}
+
+if (useCache && srcArg < 0) {
+  for (const name of readdirSync(cacheDir)) if (!cacheUsed.has(name)) rmSync(join(cacheDir, name), { force: true });
+}
+if (verbose) console.log(`check-layers: compiled ${compiled} file(s)${useCache ? ", the rest from build-layers/" : " (no cache)"}`);
+
 if (problems.length) {
   console.error(`check-layers: ${problems.length} problem(s):`);
   for (const p of problems) console.error(`  - ${p}`);
   process.exit(1);
 }
-console.log(`check-layers: ${addonFiles.length} addon files in ${LAYERS.length - 1} layers and addon.c, ${agentFiles.length} agent files: no cycle, no upward or forbidden include, no upward call.`);
+console.log(`check-layers: ${addonFiles.length} addon files in ${LAYERS.length - 1} layers and addon.c, ${agentFiles.length} agent files: no cycle, no upward or forbidden include, no upward call, no symbol defined twice, no dead export.`);

@@ -1,7 +1,8 @@
 // The layers of src/ keep their rules (src/README.md): scripts/check-layers.mjs
 // finds no include or call cycle, no call or include into a higher layer, no Node header
-// in the base, codec and engine layers, an opening comment in every C file, and no call
-// cycle between the in-container agent's files.
+// in the base, codec and engine layers, an opening comment in every C file, no call
+// cycle between the in-container agent's files, no global defined by both the agent and
+// the addon, and no export of the addon that nothing uses.
 import test from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -35,7 +36,25 @@ const breakages = {
     ["agent/out.c", 'append', '\nvoid agent_layers_probe(void) { conn_read(); }\n'],
     /call cycle between agent files: [^\n]*agent\/conn\.c[^\n]*agent\/out\.c[\s\S]*agent\/out\.c -> agent\/conn\.c: conn_read/,
   ],
+  // The agent's err_set once had the name of the addon's (base/err.c).
+  "a global defined by both the agent and the addon": [
+    ["agent/util.c", 'append', '\nint sbx_layers_twice(void) { return 1; }\n'],
+    /symbol sbx_layers_twice is defined by the agent's agent\/util\.c and by the addon's base\/buf\.c/,
+    ["base/buf.c", 'append', '\nint sbx_layers_twice(void) { return 2; }\n'],
+  ],
+  "an export nothing uses": [["codec/paths.c", 'append', '\nint paths_layers_probe(void) { return 0; }\n'], /codec\/paths\.c exports paths_layers_probe, which no other file uses/],
 };
+
+test("check-layers compiles only what changed since its last run", { timeout: 120_000 }, () => {
+  // A run on src/ leaves every listing cached (the test above, or this one).
+  spawnSync(process.execPath, [script], { encoding: "utf8" });
+  const r = spawnSync(process.execPath, [script, "--verbose"], { encoding: "utf8" });
+  assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
+  assert.match(r.stdout, /compiled 0 file\(s\)/);
+  const cold = spawnSync(process.execPath, [script, "--verbose"], { encoding: "utf8", env: { ...process.env, ANVIA_LAYERS_NO_CACHE: "1" } });
+  assert.equal(cold.status, 0, `${cold.stdout}${cold.stderr}`);
+  assert.match(cold.stdout, /compiled [1-9]\d+ file\(s\)/);
+});
 
 for (const [what, [edit, expected, edit2]] of Object.entries(breakages)) {
   test(`check-layers refuses ${what}`, { timeout: 120_000 }, (t) => {
