@@ -40,6 +40,9 @@ if [ -z "$nodedir" ]; then
 fi
 
 gyp="$(find_node_gyp)"
+# The scripts run inside sandboxes (src/*/sh/*.sh) into their C headers: an edited script
+# is what this build embeds (the headers are committed, for builds without this script).
+if [ -f scripts/embed-sh.mjs ]; then node scripts/embed-sh.mjs; fi
 # The debug and asan builds run in a shadow package directory (links to binding.gyp and
 # src/), because node-gyp always builds in <package>/build.
 pkg="."

@@ -9,7 +9,7 @@ cd "$ROOT"
 # 1. System packages (apt, as root). Only what is missing is installed.
 packages=(docker.io libcurl4-openssl-dev libssl-dev libarchive-dev libjansson-dev pkg-config make gcc g++ python3
           mmdebstrap busybox-static docker-registry libarchive-tools clang libclang-rt-14-dev openssl
-          runsc crun)
+          runsc crun shellcheck)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -12,41 +12,20 @@
  * signal, so a stop comes between the limit and one second past it.
  */
 #include "codec/lifetime.h"
+#include "codec/sh/lifetime_sh.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char LIFETIME_SCRIPT[] =
-    "trap 'exit 0' TERM INT\n"
-    "trap 'a=1' USR1\n"
-    "i=$1 l=$2 a=0 k=$(($1 / 4000))\n"
-    "[ $k -gt 0 ] || k=1\n"
-    "now() { read t r </proc/uptime; t=${t%.*}${t#*.}0; t=${t#\"${t%%[!0]*}\"}; t=${t:-0}; }\n"
-    "now; s=$t; p=$t\n"
-    "while :; do\n"
-    "  [ $a = 0 ] || { a=0; p=$t; }\n"
-    "  d=$((s + l))\n"
-    "  [ $i -gt 0 ] && { [ $l -eq 0 ] || [ $((p + i)) -lt $d ]; } && d=$((p + i))\n"
-    "  if [ $t -ge $d ]; then\n"
-    "    r=idle; [ $l -gt 0 ] && [ $t -ge $((s + l)) ] && r=lifetime\n"
-    "    echo \"anvia-sandbox: $r limit reached, stopping\"; exit 0\n"
-    "  fi\n"
-    "  w=$(((d - t + 999) / 1000))\n"
-    "  [ $i -gt 0 ] && [ $w -gt $k ] && w=$k\n"
-    "  sleep $w & z=$!\n"
-    "  while wait $z; [ $? -gt 128 ]; do now; p=$t; a=0; done\n"
-    "  now\n"
-    "done\n";
-
 /* with_init: [LIFETIME_INIT_PATH, "init", "<idle>", "<max>"]; otherwise
- * ["sh", "-c", LIFETIME_SCRIPT, LIFETIME_ARGV0, "<idle>", "<max>"]. NULL when out of memory. */
+ * ["sh", "-c", LIFETIME_SH, LIFETIME_ARGV0, "<idle>", "<max>"]. NULL when out of memory. */
 static json_t *lifetime_cmd(const lifetime_t *l, int with_init) {
   char idle[32], max[32];
   snprintf(idle, sizeof(idle), "%lld", (long long)(l->idle_ms > 0 ? l->idle_ms : 0));
   snprintf(max, sizeof(max), "%lld", (long long)(l->max_ms > 0 ? l->max_ms : 0));
   if (with_init) return json_pack("[s, s, s, s]", LIFETIME_INIT_PATH, LIFETIME_INIT_MODE, idle, max);
-  return json_pack("[s, s, s, s, s, s]", "sh", "-c", LIFETIME_SCRIPT, LIFETIME_ARGV0, idle, max);
+  return json_pack("[s, s, s, s, s, s]", "sh", "-c", LIFETIME_SH, LIFETIME_ARGV0, idle, max);
 }
 
 int lifetime_cmd_is_init(json_t *cmd) {

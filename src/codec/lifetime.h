@@ -15,15 +15,15 @@
  * code running as its user can stop (README, "Idle and lifetime limits").
  *
  * The container learns of activity from a SIGUSR1 sent to its first process (the
- * engine's kill endpoint; lifecycle/lifetime.c decides when). LIFETIME_SCRIPT keeps the
- * time of the last one and stops the container (exit 0 of process 1) once
+ * engine's kill endpoint; lifecycle/lifetime.c decides when). LIFETIME_SH
+ * (codec/sh/lifetime.sh) keeps the time of the last one and stops the container (exit 0 of process 1) once
  * `idle` ms passed without one, or `max` ms after it started, whichever comes first; it
  * reads the clock from /proc/uptime with the shell's own `read` (no process per check)
  * and sleeps with one `sleep` at a time, at most idle/4 (at least 1 s) while an idle
  * limit is set, otherwise until the lifetime ends. It needs only `sh` (dash or busybox
  * ash, 64-bit arithmetic), `sleep` and a mounted /proc; it writes nothing, so it works
  * with a read-only rootfs and as any user. A container without limits keeps the
- * original's KEEP_ALIVE_SCRIPT and no extra label, byte for byte.
+ * original's KEEP_ALIVE_SH (codec/sh/keep_alive.sh) and no extra label, byte for byte.
  */
 #ifndef SBX_LIFETIME_H
 #define SBX_LIFETIME_H

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "codec/sh/keep_alive_sh.h"
 
 const char *const ROOT_EXEC_ENV[ROOT_EXEC_ENVC] = {
     "PATH=" ROOT_PATH, "LC_ALL=C",    "ENV=",        "BASH_ENV=",        "SHELLOPTS=",
@@ -227,7 +228,7 @@ json_t *runspec_build(const create_opts_t *o, const char *volume, err_t *err) {
   json_t *host = json_object();
   json_t *labels = labels_for(o, volume);
   json_t *env = env_for(o);
-  json_t *cmd = json_pack("[s, s, s]", "sh", "-c", KEEP_ALIVE_SCRIPT);
+  json_t *cmd = json_pack("[s, s, s]", "sh", "-c", KEEP_ALIVE_SH);
   json_t *mounts = json_pack("[{s:s, s:s, s:s}]", "Type", "volume", "Source", volume, "Target", o->workdir);
   if (!body || !host || !labels || !env || !cmd || !mounts) goto oom;
   json_object_set_new(body, "Image", json_string(o->image));

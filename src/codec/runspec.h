@@ -54,8 +54,6 @@
 #define ROOT_EXEC_ENVC 10
 extern const char *const ROOT_EXEC_ENV[ROOT_EXEC_ENVC];
 
-#define KEEP_ALIVE_SCRIPT "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
-
 /* anvia-sandbox-<id> */
 char *container_name_for(const char *id);
 /* The create body. `volume` is the workspace volume name. */

@@ -32,6 +32,7 @@
 #include "engine/exec.h"
 #include "engine/hijack.h"
 #include "engine/timer.h"
+#include "engine/sh/place_agent_sh.h"
 
 #define RX_LIMIT (AW_HEADER_LEN + AW_MAX_PAYLOAD)
 #define STDERR_KEEP 2048
@@ -39,21 +40,6 @@
 #define TX_OVERFLOW_MSG "The sandbox agent stopped reading its input (more than 8 MiB wait to be written to it)."
 
 enum { ST_IDLE = 0, ST_VERSION, ST_PROBE, ST_PLACE, ST_CREATE, ST_HELLO, ST_READY, ST_DEAD, ST_UNUSABLE };
-
-/*
- * Writes the binary into the /.anvia tmpfs of a read-only rootfs, as uid 0: run by
- * /bin/sh with ROOT_EXEC_ENV (codec/runspec.h) over the container's environment, and
- * every program named by its absolute path (busybox images and Debian's, merged /usr or
- * not, have them in /bin), so nothing on the container's PATH, which can hold a
- * directory the sandbox's user writes, is run as root. Every expansion is quoted.
- */
-static const char PLACE_SCRIPT[] =
-    "set -e\n"
-    "[ -d /.anvia ] && [ ! -L /.anvia ]\n"
-    "t=/.anvia/.agent.$$\n"
-    "/bin/cat > \"$t\"\n"
-    "/bin/chmod 755 \"$t\"\n"
-    "/bin/mv -f \"$t\" \"$1\"\n";
 
 struct agent_req {
   agent_conn_t *conn;
@@ -864,7 +850,7 @@ static void on_placed_by_exec(void *ud, exec_result_t *r, err_t *err) {
 static void place_by_exec(agent_conn_t *c) {
   exec_spec_t spec;
   memset(&spec, 0, sizeof(spec));
-  const char *argv[] = {"/bin/sh", "-c", PLACE_SCRIPT, "anvia-place-agent", c->img->path};
+  const char *argv[] = {"/bin/sh", "-c", PLACE_AGENT_SH, "anvia-place-agent", c->img->path};
   err_t err;
   err_init(&err);
   spec.workdir = strdup("/");

@@ -3,7 +3,7 @@
  *
  * One task: POST /containers/{name}/exec -> upgraded POST /exec/{id}/start (hijack.c)
  * -> GET /exec/{id}/json for the exit code. A timeout or a cancel closes the stream and
- * runs KILL_SCRIPT in a second exec to end every process of the command.
+ * runs EXEC_KILL_SH in a second exec to end every process of the command.
  */
 #include "engine/exec.h"
 
@@ -15,50 +15,8 @@
 #include "engine/hijack.h"
 #include "base/rand.h"
 #include "engine/timer.h"
-
-/*
- * Ends every process whose environment carries ANVIA_SANDBOX_EXEC_ID=$1: freeze them
- * all (so none forks while we look), kill them, look again until none is left. Only
- * POSIX sh, tr and grep are needed (busybox has them).
- *
- * Only a whole environment entry counts: entries become lines with every newline inside
- * a value turned into \001 first, so a value holding "\n<the entry>" (a variable that
- * copied another command's environment) is not taken for it, and -x keeps a value or a
- * longer marker that merely contains it out too. A process is looked at again once
- * frozen, and let go if it is not the one seen (its pid was reused in between).
- */
-static const char KILL_SCRIPT[] =
-    "[ -n \"$1\" ] || exit 2\n"
-    "m=\"" EXEC_MARKER_ENV "=$1\"\n"
-    "has() { tr '\\n\\000' '\\001\\n' < \"/proc/$1/environ\" 2>/dev/null | grep -qxF \"$m\"; }\n"
-    "i=0\n"
-    "while [ \"$i\" -lt 50 ]; do\n"
-    "  found=\n"
-    "  for d in /proc/[0-9]*; do\n"
-    "    p=${d#/proc/}\n"
-    "    [ \"$p\" = \"$$\" ] && continue\n"
-    "    has \"$p\" || continue\n"
-    "    kill -STOP \"$p\" 2>/dev/null || continue\n"
-    "    if has \"$p\"; then found=\"$found $p\"; else kill -CONT \"$p\" 2>/dev/null; fi\n"
-    "  done\n"
-    "  [ -z \"$found\" ] && exit 0\n"
-    "  kill -KILL $found 2>/dev/null\n"
-    "  i=$((i + 1))\n"
-    "done\n"
-    "exit 1\n";
-
-/*
- * Input on engines that drop output when a command leaves its input unread (Podman: its
- * attach code returns on the failed stdin copy and resets the connection without waiting
- * for the output; engine_info says which engine this is). The command runs behind this
- * wrapper instead: its stdin is a pipe fed by `cat` from the exec's stdin, and once the
- * command has exited, whatever it did not read is drained, so the exec's stdin is always
- * read to its end before the exec exits and nothing of the output is dropped. The exit
- * status is the command's. Nothing is written anywhere (no staged file to place, clean up
- * or hide from a read-only rootfs or a non-root user); only `sh` and `cat` are needed.
- * "$@" is the command and its arguments, never parsed by the shell.
- */
-static const char INPUT_DRAIN_SCRIPT[] = "cat | { \"$@\"; s=$?; cat >/dev/null; exit $s; }";
+#include "engine/sh/exec_kill_sh.h"
+#include "engine/sh/input_drain_sh.h"
 
 #define INSPECT_RETRIES 200
 /* A 404 from the exec's inspection after the stream ended: Podman deletes an exec session
@@ -214,7 +172,7 @@ static void start_killer(exec_task_t *t) {
   t->state = T_KILLING;
   exec_spec_t k;
   memset(&k, 0, sizeof(k));
-  const char *argv[] = {"sh", "-c", KILL_SCRIPT, "anvia-kill", t->marker};
+  const char *argv[] = {"sh", "-c", EXEC_KILL_SH, "anvia-kill", t->marker};
   err_t err;
   err_init(&err);
   k.workdir = strdup("/");
@@ -483,9 +441,9 @@ static void on_created(http_req_t *req, void *ud) {
 
 static void exec_tasks_teardown(io_t *io);
 
-/* argv becomes: sh -c INPUT_DRAIN_SCRIPT anvia-input argv... (see INPUT_DRAIN_SCRIPT). */
+/* argv becomes: sh -c INPUT_DRAIN_SH anvia-input argv... (see INPUT_DRAIN_SH). */
 static int wrap_input_drain(exec_spec_t *s) {
-  static const char *const head[] = {"sh", "-c", INPUT_DRAIN_SCRIPT, "anvia-input"};
+  static const char *const head[] = {"sh", "-c", INPUT_DRAIN_SH, "anvia-input"};
   size_t nh = sizeof(head) / sizeof(head[0]);
   char **argv = calloc(s->argc + nh, sizeof(char *));
   if (argv == NULL) return -1;

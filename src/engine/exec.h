@@ -10,7 +10,7 @@
  * How the process tree is found: every command runs with ANVIA_SANDBOX_EXEC_ID=<uuid>
  * in its environment, which its children inherit; on timeout or cancel a second exec
  * freezes and kills every process in the container carrying that value (see
- * KILL_SCRIPT in exec.c). The original left timed-out commands running.
+ * engine/sh/exec_kill.sh). The original left timed-out commands running.
  */
 #ifndef SBX_EXEC_H
 #define SBX_EXEC_H

@@ -25,6 +25,7 @@
 #include "napi/values.h"
 #include "runtime/agent_op.h"
 #include "runtime/exec_op.h"
+#include "runtime/sh/kill_group_sh.h"
 
 #define EXEC_WINDOW (256u * 1024u)
 
@@ -39,10 +40,6 @@ typedef struct agent_exec_op {
 
 static void on_event(agent_req_t *req, const agent_event_t *ev, void *ud);
 
-/* Ends a process group through the engine (one exec), in the background: what a dead
- * agent left running of a command it had started. */
-static const char KILL_GROUP[] = "kill -KILL \"-$1\" 2>/dev/null; exit 0";
-
 static void on_group_killed(void *ud, exec_result_t *r, err_t *err) {
   (void)ud;
   (void)err;
@@ -52,7 +49,7 @@ static void on_group_killed(void *ud, exec_result_t *r, err_t *err) {
 static void kill_orphan_group(sandbox_t *sb, uint32_t pgid) {
   char group[16];
   snprintf(group, sizeof(group), "%u", (unsigned)pgid);
-  const char *argv[] = {"sh", "-c", KILL_GROUP, "anvia-kill-group", group};
+  const char *argv[] = {"sh", "-c", KILL_GROUP_SH, "anvia-kill-group", group};
   exec_spec_t spec;
   memset(&spec, 0, sizeof(spec));
   spec.workdir = strdup("/");

@@ -30,60 +30,8 @@
 #include "napi/convert.h"
 #include "napi/op.h"
 #include "napi/values.h"
-
-/*
- * The walk both scripts share: from the workdir ($1) down the directories of $2 (a
- * normalized relative path), creating them when $3 is "create". Exit 90: no workdir; 91:
- * a symbolic link (its path on stderr); 92: not a directory, or cannot be made (its path on
- * stderr); 93: cannot be entered; 96: missing (read). Leaves $here (the directory
- * entered) and $name (the last component).
- */
-#define WALK_SCRIPT                                                                         \
-  "umask 022\n"                                                                             \
-  "cd -P -- \"$1\" 2>/dev/null || exit 90\n"                                                \
-  "here=$(pwd -P)\n"                                                                        \
-  "name=${2##*/}; dir=${2%/*}; [ \"$dir\" = \"$2\" ] && dir=\n"                             \
-  "walked=\n"                                                                               \
-  "IFS=/; set -f\n"                                                                         \
-  "for c in $dir; do\n"                                                                     \
-  "  walked=${walked:+$walked/}$c\n"                                                        \
-  "  if [ -L \"$c\" ]; then printf '%s' \"$walked\" >&2; exit 91; fi\n"                     \
-  "  if [ ! -e \"$c\" ]; then\n"                                                            \
-  "    [ \"$3\" = create ] || exit 96\n"                                                    \
-  "    mkdir -- \"$c\" 2>/dev/null || [ -d \"$c\" ] || { printf '%s' \"$walked\" >&2; exit 92; }\n" \
-  "  fi\n"                                                                                  \
-  "  if [ -L \"$c\" ]; then printf '%s' \"$walked\" >&2; exit 91; fi\n"                     \
-  "  if [ ! -d \"$c\" ]; then [ \"$3\" = create ] || exit 96; printf '%s' \"$walked\" >&2; exit 92; fi\n" \
-  "  cd -P -- \"$c\" 2>/dev/null || { printf '%s' \"$walked\" >&2; exit 93; }\n"            \
-  "  case $here in /) want=/$c ;; *) want=$here/$c ;; esac\n"                               \
-  "  here=$(pwd -P)\n"                                                                      \
-  "  [ \"$here\" = \"$want\" ] || { printf '%s' \"$walked\" >&2; exit 91; }\n"              \
-  "done\n"                                                                                  \
-  "unset IFS; set +f\n"                                                                     \
-  "case $here in /) at=/$name ;; *) at=$here/$name ;; esac\n"
-
-/* $4: the most bytes to read. 94: not a regular file; 95: cannot be read; 99: too large
- * (the size on stderr). */
-static const char READ_SCRIPT[] = WALK_SCRIPT
-    "if [ -L \"$name\" ]; then printf '%s' \"$2\" >&2; exit 91; fi\n"
-    "[ -e \"$name\" ] || exit 96\n"
-    "exec 3< \"$name\" || exit 95\n"
-    "[ \"$(readlink \"/proc/$$/fd/3\")\" = \"$at\" ] || { printf '%s' \"$2\" >&2; exit 91; }\n"
-    "[ -f \"/proc/$$/fd/3\" ] || exit 94\n"
-    "size=$(stat -L -c %s \"/proc/$$/fd/3\") || exit 95\n"
-    "[ \"$size\" -le \"$4\" ] || { printf '%s' \"$size\" >&2; exit 99; }\n"
-    "exec cat <&3\n";
-
-/* stdin: the content, $4 bytes of it. 94: the target is a directory; 95: cannot write. */
-static const char WRITE_SCRIPT[] = WALK_SCRIPT
-    "if [ -d \"$name\" ] && [ ! -L \"$name\" ]; then exit 94; fi\n"
-    "tmp=\".anvia-write.$$\"\n"
-    "set -C\n"
-    "cat > \"$tmp\" || { rm -f -- \"$tmp\"; exit 95; }\n"
-    "set +C\n"
-    "n=$(wc -c < \"$tmp\")\n"
-    "[ \"$((n))\" -eq \"$4\" ] || { rm -f -- \"$tmp\"; echo \"wrote $((n)) of $4 bytes\" >&2; exit 95; }\n"
-    "mv -f -- \"$tmp\" \"$name\" || { rm -f -- \"$tmp\"; exit 95; }\n";
+#include "runtime/sh/file_read_sh.h"
+#include "runtime/sh/file_write_sh.h"
 
 typedef struct user_file_op {
   op_t op;
@@ -170,7 +118,7 @@ static void user_start(op_t *o) {
   err_init(&err);
   char bound[32];
   snprintf(bound, sizeof(bound), "%llu", (unsigned long long)(op->write ? op->len : op->max));
-  const char *argv[] = {"sh", "-c", op->write ? WRITE_SCRIPT : READ_SCRIPT, op->write ? "anvia-write" : "anvia-read",
+  const char *argv[] = {"sh", "-c", op->write ? FILE_WRITE_SH : FILE_READ_SH, op->write ? "anvia-write" : "anvia-read",
                         sb->workdir, op->path, op->write ? "create" : "find", bound};
   exec_spec_t spec;
   memset(&spec, 0, sizeof(spec));

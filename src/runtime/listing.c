@@ -3,7 +3,7 @@
  * '%y\0%s\0%p\0'` (the original's find, with NUL-terminated fields so that no name can
  * break or fake the listing), parsed in C (codec/findparse.c). Images whose find has no
  * -printf (busybox) are noticed from find's own complaint and listed with a shell loop
- * printing the same records (LIST_SCRIPT); the sandbox remembers which form works, so
+ * printing the same records (LIST_SH); the sandbox remembers which form works, so
  * later listings need one exec.
  *
  * Owns: a listing operation owns its exec task and the parsed entries.
@@ -21,22 +21,7 @@
 #include "napi/values.h"
 #include "napi/op.h"
 #include "codec/paths.h"
-
-/* The records of find -printf '%y\0%s\0%p\0' with the shell's builtins and stat, for
- * images whose find lacks -printf. As find: a missing directory fails, a symbolic link or a
- * file lists nothing. Globs list names with any byte in them; a pattern that matches no
- * file (an empty directory's) is skipped. */
-static const char LIST_SCRIPT[] =
-    "if [ -L \"$1\" ] || { [ -e \"$1\" ] && [ ! -d \"$1\" ]; }; then exit 0; fi\n"
-    "[ -d \"$1\" ] || { echo \"find: $1: No such file or directory\" >&2; exit 1; }\n"
-    "for f in \"$1\"/* \"$1\"/.[!.]* \"$1\"/..?*; do\n"
-    "  if [ -L \"$f\" ]; then t=l; s=\n"
-    "  elif [ -d \"$f\" ]; then t=d; s=\n"
-    "  elif [ -f \"$f\" ]; then t=f; s=$(stat -c %s \"$f\" 2>/dev/null) || s=\n"
-    "  elif [ -e \"$f\" ]; then t=o; s=\n"
-    "  else continue; fi\n"
-    "  printf '%s\\0%s\\0%s\\0' \"$t\" \"$s\" \"$f\"\n"
-    "done\n";
+#include "runtime/sh/list_sh.h"
 
 typedef struct list_op {
   op_t op;
@@ -97,7 +82,7 @@ static void run_listing(list_op_t *op) {
   err_t err;
   err_init(&err);
   const char *gnu[] = {"find", op->target, "-mindepth", "1", "-maxdepth", "1", "-printf", "%y\\0%s\\0%p\\0"};
-  const char *sh[] = {"sh", "-c", LIST_SCRIPT, "anvia-list", op->target};
+  const char *sh[] = {"sh", "-c", LIST_SH, "anvia-list", op->target};
   op->fallback = op->fallback || s->find_lacks_printf;
   int rc = op->fallback ? exec_spec_set_argv(&spec, sh, 5) : exec_spec_set_argv(&spec, gnu, 8);
   spec.workdir = sandbox_container_path(s->workdir, ".", &err);

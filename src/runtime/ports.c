@@ -17,27 +17,7 @@
 #include "napi/values.h"
 #include "napi/op.h"
 #include "napi/opts.h"
-
-/* The original's probe, run in a loop: exit 0 as soon as the port listens. */
-static const char PROBE_LOOP[] =
-    "port=\"$(printf '%04X' \"$1\")\"\n"
-    "probe() {\n"
-    "for table in /proc/net/tcp /proc/net/tcp6; do\n"
-    "  [ -r \"$table\" ] || continue\n"
-    "  while read -r _ local _ state _; do\n"
-    "    case \"$local\" in\n"
-    "      \"00000000:$port\"|\"00000000000000000000000000000000:$port\")\n"
-    "        [ \"$state\" = \"0A\" ] && return 0\n"
-    "        ;;\n"
-    "    esac\n"
-    "  done < \"$table\"\n"
-    "done\n"
-    "return 1\n"
-    "}\n"
-    "while :; do\n"
-    "  probe && exit 0\n"
-    "  sleep \"$2\" || exit 1\n"
-    "done";
+#include "runtime/sh/port_probe_sh.h"
 
 #define DEFAULT_WAIT_TIMEOUT_MS 30000
 #define DEFAULT_WAIT_INTERVAL_MS 100
@@ -76,7 +56,7 @@ static void port_start(op_t *o) {
   char port[16], interval[32];
   snprintf(port, sizeof(port), "%d", op->container_port);
   snprintf(interval, sizeof(interval), "%lld.%03lld", (long long)(op->interval_ms / 1000), (long long)(op->interval_ms % 1000));
-  const char *argv[] = {"sh", "-c", PROBE_LOOP, "anvia-port-probe", port, interval};
+  const char *argv[] = {"sh", "-c", PORT_PROBE_SH, "anvia-port-probe", port, interval};
   err_t err;
   err_init(&err);
   spec.workdir = strdup(op->op.sb->workdir);

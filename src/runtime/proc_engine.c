@@ -13,27 +13,8 @@
 
 #include "engine/exec.h"
 #include "runtime/proc_registry.h"
-
-/* kill -0 on the group, as the original's group check. */
-static const char GROUP_CHECK[] = "kill -0 \"-$1\" 2>/dev/null";
-
-/*
- * The original's stop in one exec: TERM to the group, wait up to the grace period for it
- * to go, KILL, wait up to a second more. Exit 0: the group is gone; 1: it is not.
- */
-static const char STOP_SCRIPT[] =
-    "pg=\"$1\"\n"
-    "n=$(( ($2 + 49) / 50 ))\n"
-    "gone() { ! kill -0 \"-$pg\" 2>/dev/null; }\n"
-    "gone && exit 0\n"
-    "kill -TERM \"-$pg\" 2>/dev/null\n"
-    "i=0\n"
-    "while [ \"$i\" -lt \"$n\" ]; do gone && exit 0; sleep 0.05; i=$((i + 1)); done\n"
-    "gone && exit 0\n"
-    "kill -KILL \"-$pg\" 2>/dev/null\n"
-    "i=0\n"
-    "while [ \"$i\" -lt 20 ]; do gone && exit 0; sleep 0.05; i=$((i + 1)); done\n"
-    "exit 1";
+#include "runtime/sh/group_check_sh.h"
+#include "runtime/sh/proc_stop_sh.h"
 
 /* ---- the launch ---- */
 
@@ -164,7 +145,7 @@ static void *check_group(proc_rec_t *r, proc_check_done_fn done, void *ud, err_t
   }
   c->checked = done;
   c->ud = ud;
-  return run_script(r, GROUP_CHECK, "anvia-process-group-check", NULL, PROC_CHECK_TIMEOUT_MS, c, err);
+  return run_script(r, GROUP_CHECK_SH, "anvia-process-group-check", NULL, PROC_CHECK_TIMEOUT_MS, c, err);
 }
 
 static void *stop_group(proc_rec_t *r, int64_t grace_ms, proc_stop_done_fn done, void *ud, err_t *err) {
@@ -177,7 +158,7 @@ static void *stop_group(proc_rec_t *r, int64_t grace_ms, proc_stop_done_fn done,
   c->ud = ud;
   char grace[32];
   snprintf(grace, sizeof(grace), "%lld", (long long)grace_ms);
-  return run_script(r, STOP_SCRIPT, "anvia-process-stop", grace, grace_ms + PROC_CLOSE_WAIT_MS + PROC_CHECK_TIMEOUT_MS,
+  return run_script(r, PROC_STOP_SH, "anvia-process-stop", grace, grace_ms + PROC_CLOSE_WAIT_MS + PROC_CHECK_TIMEOUT_MS,
                     c, err);
 }
 

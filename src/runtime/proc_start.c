@@ -23,34 +23,10 @@
 #include "napi/opts.h"
 #include "napi/values.h"
 #include "runtime/proc_registry.h"
+#include "runtime/sh/launcher_sh.h"
+#include "runtime/sh/wrapper_sh.h"
 
-/* The original's launcher and wrapper, byte for byte. */
-static const char LAUNCHER[] =
-    "wrapper=\"$1\"\n"
-    "shift\n"
-    "if command -v setsid >/dev/null 2>&1 && setsid -w true >/dev/null 2>&1; then\n"
-    "  exec setsid -w sh -c \"$wrapper\" \"$@\"\n"
-    "fi\n"
-    "exec sh -c \"$wrapper\" \"$@\"";
-
-static const char WRAPPER[] =
-    "marker=\"$1\"\n"
-    "shift\n"
-    "group=$$\n"
-    "printf '\\036%s:%s:%s\\036' \"$marker\" \"$$\" \"$group\"\n"
-    "IFS= read -r ready || exit 125\n"
-    "[ \"$ready\" = \"start\" ] || exit 125\n"
-    "\"$@\" &\n"
-    "child=$!\n"
-    "terminate() {\n"
-    "  wait \"$child\" 2>/dev/null || true\n"
-    "  exit 143\n"
-    "}\n"
-    "trap terminate TERM INT\n"
-    "wait \"$child\"\n"
-    "exit $?";
-
-/* sh -c LAUNCHER launcher-name WRAPPER wrapper-name marker command args... */
+/* sh -c LAUNCHER_SH launcher-name WRAPPER_SH wrapper-name marker command args... */
 #define LAUNCH_FIXED_ARGS 7
 
 typedef struct start_op {
@@ -138,7 +114,7 @@ static int launch_spec(start_op_t *op, proc_rec_t *r, exec_spec_t *spec) {
   size_t argc = LAUNCH_FIXED_ARGS + 1 + r->nargs;
   const char **argv = calloc(argc, sizeof(char *));
   if (argv == NULL) return -1;
-  const char *fixed[LAUNCH_FIXED_ARGS] = {"sh", "-c", LAUNCHER, "anvia-process-launcher", WRAPPER,
+  const char *fixed[LAUNCH_FIXED_ARGS] = {"sh", "-c", LAUNCHER_SH, "anvia-process-launcher", WRAPPER_SH,
                                           "anvia-managed-process", marker};
   memcpy(argv, fixed, sizeof(fixed));
   argv[LAUNCH_FIXED_ARGS] = r->command;

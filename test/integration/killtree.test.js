@@ -1,4 +1,4 @@
-// The kill-tree exec (KILL_SCRIPT in src/engine/exec.c) ends the processes whose
+// The kill-tree exec (src/engine/sh/exec_kill.sh) ends the processes whose
 // environment holds the timed-out command's own ANVIA_SANDBOX_EXEC_ID entry, and nothing
 // else: not a process whose variable's value holds that entry after a newline, nor one
 // whose value is that entry, nor one whose marker has the command's as a prefix. Run on
