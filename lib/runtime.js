@@ -7,11 +7,10 @@ import { native, runNative } from "./native.js";
 import { assertNonEmptyString, assertNonNegativeSafeInteger, assertOptionsObject, invalidState } from "./util.js";
 import { DockerSandboxError, decodeUtf8 } from "./errors.js";
 import { prepareExport, prepareImport, runExport, runImport } from "./tree.js";
+import { eventQueue } from "./flow.js";
 
 const STREAM_HIGH_WATER = 256 * 1024;
 const STREAM_LOW_WATER = 64 * 1024;
-const PAUSE = 1;
-const RESUME = 0;
 
 export class SandboxRuntime {
   #info;
@@ -99,54 +98,34 @@ export class SandboxRuntime {
     this.assertRunning();
     const streamAbort = new AbortController();
     const combined = options.abortSignal === undefined ? streamAbort.signal : AbortSignal.any([options.abortSignal, streamAbort.signal]);
-    const queue = [];
-    let queuedBytes = 0;
-    let paused = false;
-    let wake;
+    const queue = eventQueue(token, {
+      high: STREAM_HIGH_WATER,
+      low: STREAM_LOW_WATER,
+      cost: (event) => (event.type === "result" ? 0 : event.data.byteLength),
+    });
     let complete = false;
     let failure;
-    const push = (event) => {
-      queue.push(event);
-      wake?.();
-      wake = undefined;
-    };
-    const onEvent = (type, data) => {
-      queuedBytes += data.byteLength;
-      if (!paused && queuedBytes > STREAM_HIGH_WATER) {
-        paused = true;
-        native.control(token, PAUSE);
-      }
-      push({ type, data });
-    };
-    const run = this.run(combined, token, onEvent).then((result) => push({ type: "result", result }));
+    const onEvent = (type, data) => queue.push({ type, data });
+    const run = this.run(combined, token, onEvent).then((result) => queue.push({ type: "result", result }));
     void run.then(
       () => {
         complete = true;
-        wake?.();
+        queue.poke();
       },
       (error) => {
         failure = error;
         complete = true;
-        wake?.();
+        queue.poke();
       },
     );
     try {
       while (!complete || queue.length > 0) {
         const event = queue.shift();
         if (event !== undefined) {
-          if (event.type !== "result") {
-            queuedBytes -= event.data.byteLength;
-            if (paused && queuedBytes < STREAM_LOW_WATER) {
-              paused = false;
-              native.control(token, RESUME);
-            }
-          }
           yield event;
           continue;
         }
-        await new Promise((resolve) => {
-          wake = resolve;
-        });
+        await queue.wait();
       }
       if (failure !== undefined) throw failure;
     } finally {

@@ -21,11 +21,10 @@ import path from "node:path";
 import { native, runNative } from "./native.js";
 import { DockerSandboxError } from "./errors.js";
 import { isRecord } from "./util.js";
+import { eventQueue } from "./flow.js";
 
 const GO = 0;
 const WAIT = 1;
-const PAUSE = 1;
-const RESUME = 0;
 const STREAM_HIGH = 4 * 1024 * 1024;
 const STREAM_LOW = 1024 * 1024;
 const ENTRY_COST = 64;
@@ -451,40 +450,24 @@ export async function runImport({ token, channel }, source, options, signal) {
 // The native events of one export, pulled in order; native.control pauses the transfer
 // while more than STREAM_HIGH bytes wait here.
 function eventStream(token, signal) {
-  const queue = [];
-  let queued = 0;
-  let paused = false;
-  let wake;
+  // A file's bytes count, and each entry (its path and ENTRY_COST), as in the native
+  // queue: a flood of directories pauses the transfer as bytes do.
+  const cost = ([type, value]) => (type === "data" ? value.byteLength : type === "entry" ? ENTRY_COST + value.path.length : 0);
+  const queue = eventQueue(token, { high: STREAM_HIGH, low: STREAM_LOW, cost });
   let finished = false;
   let failure;
   let result;
-  const poke = () => {
-    const w = wake;
-    wake = undefined;
-    w?.();
-  };
-  // A file's bytes count, and each entry (its path and ENTRY_COST), as in the native
-  // queue: a flood of directories pauses the transfer as bytes do.
-  const cost = (type, value) => (type === "data" ? value.byteLength : type === "entry" ? ENTRY_COST + value.path.length : 0);
-  const onEvent = (type, value) => {
-    queue.push([type, value]);
-    queued += cost(type, value);
-    if (!paused && queued > STREAM_HIGH) {
-      paused = true;
-      native.control(token, PAUSE);
-    }
-    poke();
-  };
+  const onEvent = (type, value) => queue.push([type, value]);
   const done = runNative(token, signal, onEvent).then(
     (r) => {
       result = r;
       finished = true;
-      poke();
+      queue.poke();
     },
     (e) => {
       failure = e;
       finished = true;
-      poke();
+      queue.poke();
     },
   );
   return {
@@ -496,16 +479,9 @@ function eventStream(token, signal) {
       for (;;) {
         if (failure !== undefined) throw failure;
         const ev = queue.shift();
-        if (ev !== undefined) {
-          queued -= cost(ev[0], ev[1]);
-          if (paused && queued < STREAM_LOW) {
-            paused = false;
-            native.control(token, RESUME);
-          }
-          return ev;
-        }
+        if (ev !== undefined) return ev;
         if (finished) return null;
-        await new Promise((resolve) => (wake = resolve));
+        await queue.wait();
       }
     },
   };

@@ -1,5 +1,5 @@
 /*
- * napi_util.c - N-API helpers (see napi_util.h).
+ * values.c - N-API helpers (see values.h).
  */
 #include "napi/values.h"
 

@@ -1,5 +1,5 @@
 /*
- * napi_util.h - the N-API boilerplate in one place: reading option values the way the
+ * values.h - the N-API boilerplate in one place: reading option values the way the
  * original's JavaScript checks read them (isRecord, Number.isSafeInteger, instanceof
  * Uint8Array, Object.entries), throwing, and converting values both ways.
  *
