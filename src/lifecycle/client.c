@@ -54,7 +54,7 @@ static int read_transport(napi_env env, napi_value options, int *out, err_t *err
 
 /* native.clientNew(options): validates as the original's constructor, plus `host` and
  * `transport`. */
-napi_value client_js_new(napi_env env, napi_callback_info info) {
+static napi_value js_client_new(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
   size_t argc = 1;
   napi_value options;
@@ -137,7 +137,7 @@ static napi_value endpoint_to_js(napi_env env, const endpoint_t *ep) {
 }
 
 /* native.resolveEndpoint(host, env): resolution as a pure function, for tests. */
-napi_value client_js_resolve_endpoint(napi_env env, napi_callback_info info) {
+static napi_value js_resolve_endpoint(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
   size_t argc = 2;
   napi_value argv[2];
@@ -159,4 +159,12 @@ napi_value client_js_resolve_endpoint(napi_env env, napi_callback_info info) {
   napi_value out = endpoint_to_js(env, &ep);
   endpoint_free(&ep);
   return out;
+}
+
+void client_register(napi_env env, napi_value exports) {
+  napi_property_descriptor fns[] = {
+      {"clientNew", NULL, js_client_new, NULL, NULL, NULL, napi_default, NULL},
+      {"resolveEndpoint", NULL, js_resolve_endpoint, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
 }

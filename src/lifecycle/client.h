@@ -20,9 +20,9 @@ typedef struct client {
 
 /* The client behind a token from native.clientNew, or NULL (a TypeError is thrown). */
 client_t *client_from_js(napi_env env, napi_value v);
-/* native.clientNew(options): validates as the original's constructor, plus `host`. */
-napi_value client_js_new(napi_env env, napi_callback_info info);
-/* native.resolveEndpoint(host, env): endpoint resolution as a pure function, for tests. */
-napi_value client_js_resolve_endpoint(napi_env env, napi_callback_info info);
+/* Registers native.clientNew(options) (validates as the original's constructor, plus
+ * `host`) and native.resolveEndpoint(host, env) (endpoint resolution as a pure function,
+ * for tests). */
+void client_register(napi_env env, napi_value exports);
 
 #endif

@@ -824,7 +824,7 @@ static const op_vtable_t create_vt = {
 };
 
 /* native.prepareCreate(client, options) -> token; validation errors are thrown. */
-napi_value client_js_prepare_create(napi_env env, napi_callback_info info) {
+static napi_value js_prepare_create(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2] = {NULL, NULL};
   NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
@@ -862,4 +862,11 @@ napi_value client_js_prepare_create(napi_env env, napi_callback_info info) {
   }
   if (op->container_name == NULL || op->volume_name == NULL) err_oom(&err);
   return op_prepared(&op->op, &err);
+}
+
+void create_register(napi_env env, napi_value exports) {
+  napi_property_descriptor fns[] = {
+      {"prepareCreate", NULL, js_prepare_create, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
 }

@@ -6,6 +6,6 @@
 
 #include <node_api.h>
 
-napi_value client_js_prepare_create(napi_env env, napi_callback_info info);
+void create_register(napi_env env, napi_value exports);
 
 #endif

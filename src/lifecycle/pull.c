@@ -111,7 +111,7 @@ static const op_vtable_t pull_vt = {
 };
 
 /* native.preparePull(client, options) -> token. */
-napi_value client_js_prepare_pull(napi_env env, napi_callback_info info) {
+static napi_value js_prepare_pull(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2] = {NULL, NULL};
   NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
@@ -137,4 +137,11 @@ napi_value client_js_prepare_pull(napi_env env, napi_callback_info info) {
   napi_value late = nul.found && !err_is_set(&err) ? argv_nul_error(env, &nul, &err) : NULL;
   if (late != NULL) op_fail_at_start(&op->op, late, &err);
   return op_prepared(&op->op, &err);
+}
+
+void pull_register(napi_env env, napi_value exports) {
+  napi_property_descriptor fns[] = {
+      {"preparePull", NULL, js_prepare_pull, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
 }

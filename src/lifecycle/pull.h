@@ -7,7 +7,7 @@
 
 #include <node_api.h>
 
-/* native.preparePull(client, options) -> operation token. */
-napi_value client_js_prepare_pull(napi_env env, napi_callback_info info);
+/* Registers native.preparePull(client, options) -> operation token. */
+void pull_register(napi_env env, napi_value exports);
 
 #endif

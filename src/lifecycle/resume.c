@@ -299,7 +299,7 @@ static const op_vtable_t resume_vt = {
 };
 
 /* native.prepareResume(client, options) -> token. */
-napi_value client_js_prepare_resume(napi_env env, napi_callback_info info) {
+static napi_value js_prepare_resume(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
   size_t argc = 2;
   napi_value argv[2] = {NULL, NULL};
@@ -324,4 +324,11 @@ napi_value client_js_prepare_resume(napi_env env, napi_callback_info info) {
   op->sb = sandbox_new_with_transport(c->eng, c->transport);
   if (op->id == NULL || op->container_name == NULL || op->sb == NULL) err_oom(&err);
   return op_prepared(&op->op, &err);
+}
+
+void resume_register(napi_env env, napi_value exports) {
+  napi_property_descriptor fns[] = {
+      {"prepareResume", NULL, js_prepare_resume, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
 }

@@ -262,7 +262,7 @@ static void op_teardown_all(jsenv_t *js) {
   }
 }
 
-napi_value op_js_start(napi_env env, napi_callback_info info) {
+static napi_value op_js_start(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2] = {NULL, NULL};
   NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
@@ -288,7 +288,7 @@ napi_value op_js_start(napi_env env, napi_callback_info info) {
   return promise;
 }
 
-napi_value op_js_cancel(napi_env env, napi_callback_info info) {
+static napi_value op_js_cancel(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2] = {NULL, NULL};
   NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
@@ -311,7 +311,7 @@ napi_value op_js_cancel(napi_env env, napi_callback_info info) {
   return nu_undefined(env);
 }
 
-napi_value op_js_control(napi_env env, napi_callback_info info) {
+static napi_value op_js_control(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2] = {NULL, NULL};
   NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
@@ -324,4 +324,13 @@ napi_value op_js_control(napi_env env, napi_callback_info info) {
   if (argc > 1) nu_safe_integer(env, argv[1], &command);
   op->vt->control(op, (int)command);
   return nu_undefined(env);
+}
+
+void op_register(napi_env env, napi_value exports) {
+  napi_property_descriptor fns[] = {
+      {"start", NULL, op_js_start, NULL, NULL, NULL, napi_default, NULL},
+      {"cancel", NULL, op_js_cancel, NULL, NULL, NULL, napi_default, NULL},
+      {"control", NULL, op_js_control, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
 }

@@ -128,9 +128,7 @@ void op_emit(op_t *op, size_t argc, napi_value *argv);
 /* The op has nothing pending: frees it once settled (or at once when tearing down). */
 void op_release(op_t *op);
 
-/* N-API entry points: start(token[, onEvent]), cancel(token, reason), control(token, command). */
-napi_value op_js_start(napi_env env, napi_callback_info info);
-napi_value op_js_cancel(napi_env env, napi_callback_info info);
-napi_value op_js_control(napi_env env, napi_callback_info info);
+/* Registers native.start(token[, onEvent]), cancel(token, reason), control(token, command). */
+void op_register(napi_env env, napi_value exports);
 
 #endif
