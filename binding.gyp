@@ -10,6 +10,7 @@
       "cflags_c": ["-std=c11"],
       "configurations": {
         "Debug": {
+          "defines": ["ANVIA_TEST_EXPORTS"],
           "cflags": ["-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-g", "-O0"],
           "cflags_c": ["-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"]
         },

@@ -58,9 +58,10 @@ case "$mode" in
   debug) args+=(--debug) ;;
   asan) args+=(--debug); export ANVIA_SANITIZE=1 ;;
 esac
-# Incremental when the mode and the list of sources are unchanged: make recompiles only
-# what changed. A new or removed source file needs gyp to run again (rebuild).
-stamp="$mode $(find src -name '*.c' -not -path 'src/agent/*' | sort | sha256sum | cut -c1-16)"
+# Incremental when the mode, the list of sources and binding.gyp are unchanged: make
+# recompiles only what changed. A new or removed source file, or an edited binding.gyp (a
+# define, a flag), needs gyp to run again (rebuild).
+stamp="$mode $( { find src -name '*.c' -not -path 'src/agent/*' | sort; cat binding.gyp; } | sha256sum | cut -c1-16)"
 if [ -f "$pkg/build/config.gypi" ] && [ -f "$pkg/build/.anvia-stamp" ] && [ "$(cat "$pkg/build/.anvia-stamp")" = "$stamp" ]; then
   args[0]=build
 fi

@@ -254,7 +254,8 @@ const addonDefined = new Map(); // symbol -> file, for rules 8 and 9
 const addonUsed = new Set(); // symbols another addon file takes
 try {
   const nmOf = new Map();
-  const flags = ["-std=c11", "-D_GNU_SOURCE", "-DNAPI_VERSION=8", "-O0", "-w"];
+  // ANVIA_TEST_EXPORTS: the debug build's superset (the unit tests' natives included).
+  const flags = ["-std=c11", "-D_GNU_SOURCE", "-DNAPI_VERSION=8", "-DANVIA_TEST_EXPORTS", "-O0", "-w"];
   await eachParallel(cfiles, async (file) => {
     const obj = join(objdir, file.replace(/\//g, "__") + ".o");
     nmOf.set(file, await nmLines(file, flags, [`-I${src}`, `-I${nodeInclude}`], obj, resolveAddon));

@@ -75,7 +75,9 @@ static napi_value init(napi_env env, napi_value exports) {
   runtime_register(env, exports);
   files_register(env, exports);
   exports_text_register(env, exports);
+#ifdef ANVIA_TEST_EXPORTS
   exports_codec_register(env, exports);
+#endif
   return exports;
 }
 

@@ -1,6 +1,8 @@
 /*
  * exports_codec.c - N-API wrappers exposing the frame demultiplexer (frames.c), the tar
- * codec (tar.c) and the container user lookup (userspec.c) to the unit tests.
+ * codec (tar.c) and the container user lookup (userspec.c) to the unit tests. Compiled
+ * only into the debug and asan builds (ANVIA_TEST_EXPORTS, binding.gyp): the release
+ * binary has none of them.
  *
  * Owns: the temporaries of one call (argument copies, the output buffer until it is
  * handed to a Uint8Array). These functions are synchronous and test-facing; the
@@ -32,6 +34,8 @@
 #include "napi/values.h"
 #include "codec/tar.h"
 #include "codec/userspec.h"
+
+#ifdef ANVIA_TEST_EXPORTS /* the unit tests' natives: debug and asan builds only */
 
 static napi_value throw_type(napi_env env, const char *msg) {
   napi_throw_type_error(env, NULL, msg);
@@ -396,3 +400,5 @@ void exports_codec_register(napi_env env, napi_value exports) {
   };
   napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
 }
+
+#endif

@@ -1,9 +1,9 @@
 /*
  * exports_text.c - N-API wrappers exposing the pure path, text page and listing
- * functions (paths.c, textpage.c, findparse.c) to the unit tests, and text_page_to_js,
- * which readTextFilePage (files.c) also builds its result with. One of them is also the
- * package's own: lib/tools.js normalizes every tool path with normalizeSandboxPath and the
- * sandbox's workdir.
+ * functions (paths.c, textpage.c, findparse.c) to the unit tests, compiled only into the
+ * debug and asan builds (ANVIA_TEST_EXPORTS, binding.gyp), never into the release binary.
+ * One of them is the package's own and is in every build: lib/tools.js normalizes every
+ * tool path with normalizeSandboxPath and the sandbox's workdir.
  *
  * Owns: nothing beyond each call; every C string read from JavaScript and every result
  * buffer is freed before the wrapper returns.
@@ -25,8 +25,10 @@
 #include "codec/paths.h"
 #include "codec/textpage.h"
 
+#ifdef ANVIA_TEST_EXPORTS /* the unit tests' natives: debug and asan builds only */
 /* Any non-NULL pointer for an empty byte view (N-API may report NULL for length 0). */
 static const uint8_t no_bytes[1] = {0};
+#endif
 
 /* The one out-of-memory error (base/err.h), thrown. */
 static napi_value oom(napi_env env) {
@@ -63,6 +65,7 @@ static char *arg_string(napi_env env, napi_value v, const char *fn, size_t *len)
   return s;
 }
 
+#ifdef ANVIA_TEST_EXPORTS /* the unit tests' natives: debug and asan builds only */
 static int arg_bytes(napi_env env, napi_value v, const char *fn, const uint8_t **data, size_t *len) {
   uint8_t *p = NULL;
   if (!nu_uint8array_view(env, v, &p, len)) {
@@ -77,6 +80,8 @@ static int arg_bytes(napi_env env, napi_value v, const char *fn, const uint8_t *
 
 
 /* The string `r` (length n) as a JS value, then frees it. */
+#endif
+
 static napi_value take_string(napi_env env, char *r, size_t n) {
   if (r == NULL) return oom(env);
   napi_value v = nu_string_n(env, r, n);
@@ -84,6 +89,7 @@ static napi_value take_string(napi_env env, char *r, size_t n) {
   return v;
 }
 
+#ifdef ANVIA_TEST_EXPORTS /* the unit tests' natives: debug and asan builds only */
 typedef char *(*unary_fn)(const char *, size_t, size_t *);
 typedef char *(*binary_fn)(const char *, size_t, const char *, size_t, size_t *);
 
@@ -142,6 +148,8 @@ static napi_value js_posix_is_absolute(napi_env env, napi_callback_info info) {
   return nu_bool(env, r);
 }
 
+#endif
+
 /*
  * normalizeSandboxPath(input, allowRoot, workdir?): allowRoot counts only when it is `true`.
  * A string workdir is upstream's `{ workdir }` (absolute paths inside it are accepted, made
@@ -172,6 +180,7 @@ static napi_value js_normalize_sandbox_path(napi_env env, napi_callback_info inf
   return take_string(env, r, strlen(r));
 }
 
+#ifdef ANVIA_TEST_EXPORTS /* the unit tests' natives: debug and asan builds only */
 static napi_value js_parent_sandbox_path(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   size_t len = 0;
@@ -314,14 +323,17 @@ static napi_value js_number_size_fn(napi_env env, napi_callback_info info) {
   return ok ? nu_number(env, (double)n) : nu_undefined(env);
 }
 
+#endif
+
 void exports_text_register(napi_env env, napi_value exports) {
   napi_property_descriptor fns[] = {
+      {"normalizeSandboxPath", NULL, js_normalize_sandbox_path, NULL, NULL, NULL, napi_default, NULL},
+#ifdef ANVIA_TEST_EXPORTS
       {"posixNormalize", NULL, js_posix_normalize, NULL, NULL, NULL, napi_default, NULL},
       {"posixJoin", NULL, js_posix_join, NULL, NULL, NULL, napi_default, NULL},
       {"posixDirname", NULL, js_posix_dirname, NULL, NULL, NULL, napi_default, NULL},
       {"posixRelative", NULL, js_posix_relative, NULL, NULL, NULL, napi_default, NULL},
       {"posixIsAbsolute", NULL, js_posix_is_absolute, NULL, NULL, NULL, napi_default, NULL},
-      {"normalizeSandboxPath", NULL, js_normalize_sandbox_path, NULL, NULL, NULL, napi_default, NULL},
       {"containerPath", NULL, js_container_path, NULL, NULL, NULL, napi_default, NULL},
       {"parentSandboxPath", NULL, js_parent_sandbox_path, NULL, NULL, NULL, napi_default, NULL},
       {"textPage", NULL, js_text_page, NULL, NULL, NULL, napi_default, NULL},
@@ -329,6 +341,7 @@ void exports_text_register(napi_env env, napi_value exports) {
       {"utf8BomLength", NULL, js_utf8_bom_len, NULL, NULL, NULL, napi_default, NULL},
       {"parseListing", NULL, js_parse_listing, NULL, NULL, NULL, napi_default, NULL},
       {"jsNumberSize", NULL, js_number_size_fn, NULL, NULL, NULL, napi_default, NULL},
+#endif
   };
   napi_define_properties(env, exports, sizeof(fns) / sizeof(fns[0]), fns);
 }

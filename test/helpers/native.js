@@ -1,10 +1,33 @@
 // The native addon for the unit tests: the same binary and initialisation the package
-// uses (lib/native.js decides which build, see ANVIA_SANDBOX_BUILD).
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+// uses (lib/native.js decides which build, see ANVIA_SANDBOX_BUILD), and the unit tests'
+// own natives (tarBuild, posixJoin, textPage, ...), which only the debug and asan builds
+// have (ANVIA_TEST_EXPORTS in binding.gyp): under the release build they come from the
+// debug build beside it, loaded as a second module and given the same error classes.
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { native } from "../../lib/native.js";
-import { DockerSandboxError } from "../../lib/errors.js";
+import { fileURLToPath } from "node:url";
+import { native as packageNative } from "../../lib/native.js";
+import { DockerSandboxError, nullByteArgumentError } from "../../lib/errors.js";
+
+export const TEST_NATIVES = [
+  "demuxFrames", "tarBuild", "tarPeek", "tarReadFile", "userspecResolve", "buildStreamRender", "buildHumanSize",
+  "posixNormalize", "posixJoin", "posixDirname", "posixRelative", "posixIsAbsolute", "containerPath",
+  "parentSandboxPath", "textPage", "utf8Valid", "utf8BomLength", "parseListing", "jsNumberSize",
+];
+
+function withTestNatives() {
+  if (typeof packageNative.tarBuild === "function") return packageNative;
+  const debug = fileURLToPath(new URL("../../build-debug/build/Debug/anvia_sandbox.node", import.meta.url));
+  if (!existsSync(debug)) throw new Error(`the unit tests' natives are in the debug build only, and ${debug} is not there: bash scripts/build.sh --debug`);
+  const testBuild = createRequire(import.meta.url)(debug);
+  testBuild.init(DockerSandboxError, nullByteArgumentError);
+  const merged = Object.create(packageNative);
+  for (const name of TEST_NATIVES) merged[name] = testBuild[name];
+  return merged;
+}
+const native = withTestNatives();
 
 export { native, DockerSandboxError };
 export default native;

@@ -6,9 +6,10 @@
 //    sandbox on the host's engine (its socket mounted in), runs a command, writes and reads
 //    a file, and destroys it;
 //  - arm64: Debian's arm64 Node runs under qemu-aarch64-static (-L to an arm64 root, no
-//    binfmt_misc needed), the package's loader picks the arm64 binary, and the addon's pure
-//    functions (paths, text pages, tar through libarchive, endpoints) give exactly what the
-//    x64 binary gives.
+//    binfmt_misc needed), the package's loader picks the arm64 binary, and it gives exactly
+//    what the x64 binary gives: its pure functions (paths, endpoints) and a file written and
+//    read back through a fake engine (tar through libarchive both ways); neither binary
+//    has the unit tests' natives.
 // Nothing is skipped: a missing prerequisite fails with what to install. The environments
 // are made once and cached (scripts/prebuilt/consumer-env.sh): about a minute each.
 import test, { before } from "node:test";
@@ -20,6 +21,7 @@ import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { fileURLToPath } from "node:url";
 import { IMAGE } from "../helpers/docker.js";
+import { startFakeEngine } from "../helpers/fake-engine.js";
 
 const repo = fileURLToPath(new URL("../..", import.meta.url));
 const cleanEnv = Object.fromEntries(
@@ -215,27 +217,28 @@ test("x64: installed offline with scripts blocked in bare Debian bullseye, a san
   assert.equal(left.stdout.trim(), "");
 });
 
-// Runs under both architectures; the arm64 output must equal the x64 output.
+// Runs under both architectures; the arm64 output must equal the x64 output. The binary's
+// pure functions that ship (the unit tests' natives are in debug builds only), and its
+// tar writing and reading through libarchive by the public API: a file written and read
+// back on a fake engine (test/helpers/fake-engine.js, run by this test) over its socket.
 const PURE_SCRIPT = `
-const { native, nativeFile } = await import(process.argv[2]);
-const bytes = native.tarBuild([
-  { path: "workspace", isDir: true, mode: 0o755, uid: 1000, gid: 1000, mtime: 1700000000 },
-  { path: "workspace/ñ.txt", isDir: false, data: new TextEncoder().encode("eñe\\nsecond line\\n"), mode: 0o644, uid: 1000, gid: 1000, mtime: 1700000000 },
-]);
+const [nativeJs, indexJs, host] = process.argv.slice(2);
+const { native, nativeFile } = await import(nativeJs);
+const { DockerSandboxClient } = await import(indexJs);
 const out = {
   arch: process.arch,
   binary: nativeFile.split("/node_modules/")[1],
-  join: native.posixJoin("/workspace/a", "../b/./c"),
+  testNatives: ["tarBuild", "tarPeek", "textPage", "posixJoin", "demuxFrames"].filter((n) => typeof native[n] === "function"),
   normalize: [native.normalizeSandboxPath("a//b/../c/", false), native.normalizeSandboxPath(".", true)],
-  page: native.textPage(Buffer.from("one\\ntwo\\nthree\\n"), 2, 1, 65536),
-  tarLength: bytes.length,
-  tarRead: Buffer.from(native.tarReadFile(native.tarBuild([{ path: "ñ.txt", isDir: false, data: new TextEncoder().encode("eñe\\nsecond line\\n"), mode: 0o644, uid: 0, gid: 0, mtime: 1 }]), "ñ.txt", 1 << 20, "/workspace/ñ.txt")).toString(),
-  tarPeek: native.tarPeek(bytes).name,
   endpoint: native.resolveEndpoint("unix:///run/other.sock", {}),
 };
 let error;
 try { native.normalizeSandboxPath("../escape", false); } catch (e) { error = e.constructor.name + ": " + e.message; }
 out.escape = error;
+const client = new DockerSandboxClient({ host, transport: "engine" });
+const sandbox = await client.resumeSandbox({ id: "fake1" });
+await sandbox.runtime.writeTextFile({ path: process.arch + "-ñ.txt", text: "eñe\\nsecond line\\n" });
+out.read = await sandbox.runtime.readTextFile({ path: process.arch + "-ñ.txt" });
 console.log(JSON.stringify(out));
 `;
 
@@ -250,12 +253,16 @@ test("arm64: under qemu, the loader picks the arm64 binary and its pure function
   await run("tar", ["-xzf", zodTgz, "-C", join(modules, "zod"), "--strip-components=1"]);
   writeFileSync(join(app, "pure.mjs"), PURE_SCRIPT);
   const native = join(modules, "@anvia/sandbox/lib/native.js");
+  const index = join(modules, "@anvia/sandbox/lib/index.js");
+  const fake = await startFakeEngine();
+  t.after(() => fake.close());
+  fake.addContainer("fake1");
 
-  const x64 = await run(process.execPath, ["pure.mjs", native], { cwd: app });
+  const x64 = await run(process.execPath, ["pure.mjs", native, index, fake.host], { cwd: app });
   const arm64Node = join(root, "usr/bin/node");
   const version = await run("qemu-aarch64-static", ["-L", root, arm64Node, "-p", "process.version + ' ' + process.arch + ' napi ' + process.versions.napi"], { timeout: 300_000 });
   const started = Date.now();
-  const arm = await run("qemu-aarch64-static", ["-L", root, arm64Node, "pure.mjs", native], { cwd: app, timeout: 600_000 });
+  const arm = await run("qemu-aarch64-static", ["-L", root, arm64Node, "pure.mjs", native, index, fake.host], { cwd: app, timeout: 600_000 });
   t.diagnostic(`arm64 node under qemu: ${version.stdout.trim()}; script ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const a = JSON.parse(arm.stdout);
   const x = JSON.parse(x64.stdout);
@@ -263,9 +270,13 @@ test("arm64: under qemu, the loader picks the arm64 binary and its pure function
   assert.equal(x.arch, "x64");
   assert.equal(a.binary, "@anvia/sandbox/prebuilds/linux-arm64/anvia_sandbox.napi.node");
   assert.equal(x.binary, "@anvia/sandbox/prebuilds/linux-x64/anvia_sandbox.napi.node");
-  assert.equal(a.tarRead, "eñe\nsecond line\n");
-  assert.equal(a.join, "/workspace/b/c");
+  assert.deepEqual(a.testNatives, [], "the unit tests' natives ship in the arm64 binary");
+  assert.equal(a.read, "eñe\nsecond line\n");
   assert.match(a.escape, /Error/);
+  // What each binary's tar writer sent (libarchive on each architecture), entry by entry.
+  const upload = (arch) => fake.state.uploads.filter((u) => u.entries.some((e) => e.name === `${arch}-ñ.txt`)).map((u) => u.entries.map(({ name, mode, content }) => ({ name: name.replace(arch, "ARCH"), mode, content: content?.toString() })));
+  assert.deepEqual(upload("arm64"), upload("x64"));
+  assert.equal(upload("x64").length, 1);
   delete a.arch; delete a.binary; delete x.arch; delete x.binary;
   assert.deepEqual(a, x);
 });

@@ -40,3 +40,16 @@ test("errors raised by the native side are instances of the exported class", asy
     return true;
   });
 });
+
+// The unit tests' natives (napi/exports_*.c) are compiled into the debug and asan builds
+// only (ANVIA_TEST_EXPORTS): the release binary, which is what ships, has none of them but
+// normalizeSandboxPath, the package's own (lib/tools.js). The prebuilt binaries are checked
+// the same way by test/tooling/consumer.test.js.
+test("the unit tests' natives are in the debug and asan builds only", async () => {
+  const { native } = await import("../../lib/native.js");
+  const { TEST_NATIVES } = await import("../helpers/native.js");
+  const present = TEST_NATIVES.filter((name) => typeof native[name] === "function");
+  assert.equal(typeof native.normalizeSandboxPath, "function");
+  if ((process.env.ANVIA_SANDBOX_BUILD ?? "release") === "release") assert.deepEqual(present, [], "test natives in the release build");
+  else assert.deepEqual(present, TEST_NATIVES, `the ${process.env.ANVIA_SANDBOX_BUILD} build lacks test natives`);
+});
