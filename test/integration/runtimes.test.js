@@ -9,11 +9,12 @@
 import test, { after, describe } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DockerSandboxClient, DockerSandboxError } from "../../lib/index.js";
-import { IMAGE, api, inspectContainer } from "../helpers/docker.js";
+import { IMAGE, api, inspectContainer, labelledLeftovers } from "../helpers/docker.js";
 import { isPodman } from "../helpers/engines.js";
 
 const client = new DockerSandboxClient();
@@ -157,15 +158,18 @@ for (const runtime of ["runsc", "crun"]) {
 }
 
 test("a runtime the daemon does not have: runtime_not_found before anything is made", T, async () => {
-  const before = await api("GET", "/volumes");
+  // A known id, so that what this create would have made is looked for by name: counting
+  // every volume on the engine raced the test files running beside this one.
+  const id = `no-runtime-${randomUUID().slice(0, 8)}`;
   await assert.rejects(
-    client.createSandbox({ image: IMAGE, workspace: { type: "ephemeral" }, network: { mode: "none" }, containerRuntime: "no-such-runtime" }),
+    client.createSandbox({ id, image: IMAGE, workspace: { type: "ephemeral" }, network: { mode: "none" }, containerRuntime: "no-such-runtime" }),
     (e) =>
       e instanceof DockerSandboxError &&
       e.code === "runtime_not_found" &&
       e.message ===
         'Docker runtime is not registered in the daemon: "no-such-runtime". Install the runtime (for gVisor: runsc install) and restart the Docker daemon.',
   );
-  const afterList = await api("GET", "/volumes");
-  assert.equal((afterList.json.Volumes ?? []).length, (before.json.Volumes ?? []).length);
+  assert.equal((await api("GET", `/volumes/anvia-sandbox-${id}-workspace`)).status, 404, "a workspace volume was made");
+  assert.equal((await api("GET", `/containers/anvia-sandbox-${id}/json`)).status, 404, "a container was made");
+  assert.deepEqual(await labelledLeftovers(id), { containers: [], volumes: [] });
 });
