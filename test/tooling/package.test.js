@@ -34,6 +34,7 @@ const EXPECTED_NON_SOURCE = [
   "package/lib/cli/image-context.js",
   "package/lib/client.js",
   "package/lib/errors.js",
+  "package/lib/flow.js",
   "package/lib/handle.js",
   "package/lib/index.js",
   "package/lib/native.js",
