@@ -74,30 +74,24 @@ const useCache = process.env.ANVIA_LAYERS_NO_CACHE !== "1";
 const cacheUsed = new Set();
 let compiled = 0;
 if (useCache) mkdirSync(cacheDir, { recursive: true });
-const texts = new Map();
-const textOf = (file) => {
-  if (!texts.has(file)) texts.set(file, readFileSync(join(src, file), "utf8"));
-  return texts.get(file);
-};
-// The local headers a file reaches, itself first (resolved as the includes map resolves them;
-// for the agent, as its -I flags do).
-function localClosure(file, resolve) {
+// The local headers a file reaches, itself first (from the includes map below).
+function localClosure(file) {
   const out = [];
   const seen = new Set();
   const visit = (f) => {
-    if (seen.has(f) || !existsSync(join(src, f))) return;
+    if (seen.has(f) || !includes.has(f)) return;
     seen.add(f);
     out.push(f);
-    for (const m of textOf(f).matchAll(/^\s*#\s*include\s+"([^"]+)"/gm)) visit(resolve(f, m[1]));
+    for (const inc of includes.get(f).local) visit(inc);
   };
   visit(file);
   return out;
 }
 // The `nm -P` lines of `file` compiled with `flags` (which name no path of the tree): from
 // the cache when the file and its headers are unchanged, else compiled into `obj`.
-async function nmLines(file, flags, includeArgs, obj, resolve) {
+async function nmLines(file, flags, includeArgs, obj) {
   const hash = createHash("sha256").update(flags.join("\0"));
-  for (const f of localClosure(file, resolve)) hash.update(`\0${f}\0`).update(textOf(f));
+  for (const f of localClosure(file)) hash.update(`\0${f}\0`).update(includes.get(f).text);
   const key = hash.digest("hex").slice(0, 32);
   const entry = join(cacheDir, `${key}.nm`);
   if (useCache) {
@@ -129,26 +123,19 @@ async function eachParallel(items, work) {
     }),
   );
 }
-const resolveAddon = (from, name) => {
-  const beside = join(dirname(from), name);
-  return from.includes("/") && existsSync(join(src, beside)) ? beside : name;
-};
-const resolveAgent = (from, name) => {
-  for (const dir of [dirname(from), "agent", "codec"]) if (existsSync(join(src, dir, name))) return join(dir, name);
-  return name;
-};
-
 // ---- includes ----
 const includes = new Map(); // file -> { local: [..], system: [..] }
 for (const file of files) {
   const text = readFileSync(join(src, file), "utf8");
-  // As the preprocessor finds a quoted include: next to the including file, then from src/.
+  // As the preprocessor finds a quoted include: next to the including file, then from src/
+  // (the agent's build: from src/agent and src/codec).
+  const from = file.startsWith("agent/") ? [dirname(file), "agent", "codec"] : file.includes("/") ? [dirname(file), "."] : ["."];
   const local = [...text.matchAll(/^\s*#\s*include\s+"([^"]+)"/gm)].map((m) => {
-    const beside = join(dirname(file), m[1]);
-    return file.includes("/") && existsSync(join(src, beside)) ? beside : m[1];
+    const dir = from.find((d) => existsSync(join(src, d, m[1])));
+    return dir === undefined ? m[1] : join(dir, m[1]);
   });
   const system = [...text.matchAll(/^\s*#\s*include\s+<([^>]+)>/gm)].map((m) => m[1]);
-  includes.set(file, { local, system });
+  includes.set(file, { local, system, text });
   if (!/^\/\*/.test(text)) problem(`${file}: does not open with a comment saying what it owns`);
 }
 
@@ -247,87 +234,25 @@ for (const file of addonFiles) {
 for (const comp of cycles(includeGraph)) problem(`include cycle between modules: ${comp.join(", ")}`);
 
 // ---- calls, from the objects ----
-const cfiles = addonFiles.filter((f) => f.endsWith(".c"));
-const objdir = mkdtempSync(join(tmpdir(), "anvia-layers-"));
-const nodeInclude = process.env.ANVIA_NODEDIR ? join(process.env.ANVIA_NODEDIR, "include/node") : "/usr/include/node";
-const addonDefined = new Map(); // symbol -> file, for rules 8 and 9
-const addonUsed = new Set(); // symbols another addon file takes
-try {
-  const nmOf = new Map();
-  // ANVIA_TEST_EXPORTS: the debug build's superset (the unit tests' natives included).
-  const flags = ["-std=c11", "-D_GNU_SOURCE", "-DNAPI_VERSION=8", "-DANVIA_TEST_EXPORTS", "-O0", "-w"];
-  await eachParallel(cfiles, async (file) => {
-    const obj = join(objdir, file.replace(/\//g, "__") + ".o");
-    nmOf.set(file, await nmLines(file, flags, [`-I${src}`, `-I${nodeInclude}`], obj, resolveAddon));
-  });
-  const defined = new Map(); // symbol -> file
-  const undefinedBy = new Map(); // file -> [symbols]
-  for (const file of cfiles) {
-    const lines = nmOf.get(file);
-    const undef = [];
-    for (const line of lines) {
-      const [name, type] = line.split(" ");
-      if (type === "U") undef.push(name);
-      else if (/[TDBR]/.test(type)) {
-        if (defined.has(name)) problem(`symbol ${name} is defined in both ${defined.get(name)} and ${file}`);
-        defined.set(name, file);
-      }
-    }
-    undefinedBy.set(file, undef);
-  }
-  const callGraph = new Map();
-  for (const file of cfiles) {
-    const edges = new Set();
-    const layer = layerOf(file);
-    for (const sym of undefinedBy.get(file)) {
-      const target = defined.get(sym);
-      if (!target || target === file) continue;
-      edges.add(target);
-      if (rank(layerOf(target)) > rank(layer))
-        problem(`${file} (${layer}) uses ${sym} of ${target} (${layerOf(target)}), a higher layer`);
-    }
-    callGraph.set(file, edges);
-  }
-  for (const [sym, file] of defined) addonDefined.set(sym, file);
-  for (const file of cfiles) for (const sym of undefinedBy.get(file)) if (defined.get(sym) !== file) addonUsed.add(sym);
-  for (const comp of cycles(callGraph)) {
-    const ties = [];
-    for (const a of comp)
-      for (const sym of undefinedBy.get(a)) {
-        const b = defined.get(sym);
-        if (b && b !== a && comp.includes(b)) ties.push(`${a} -> ${b}: ${sym}`);
-      }
-    problem(`call cycle between files: ${comp.join(", ")}\n    ${ties.join("\n    ")}`);
-  }
-  if (verbose) {
-    for (const layer of LAYERS) {
-      const inLayer = cfiles.filter((f) => layerOf(f) === layer);
-      console.log(`${layer}: ${inLayer.length} files`);
-      for (const f of inLayer) console.log(`  ${f} -> ${[...callGraph.get(f)].join(", ") || "(libc and libraries only)"}`);
-    }
-  }
-} finally {
-  rmSync(objdir, { recursive: true, force: true });
-}
 
-// ---- the agent's calls, from its own objects ----
-const agentCfiles = agentFiles.filter((f) => f.endsWith(".c"));
-const agentObjdir = mkdtempSync(join(tmpdir(), "anvia-layers-agent-"));
-try {
+// Compiles `cfiles` (or takes their listings from the cache) and reads their symbols: which
+// file defines each global, what each file takes from elsewhere, and the graph of files
+// calling files. A global defined twice is a problem.
+async function symbolsOf(cfiles, flags, includeArgs) {
+  const objdir = mkdtempSync(join(tmpdir(), "anvia-layers-"));
   const nmOf = new Map();
-  // -fno-common: a global without an initializer (the state `g`) is defined where it is
-  // written, so nm names its file.
-  const flags = ["-std=c11", "-O0", "-w", "-fno-common"];
-  await eachParallel(agentCfiles, async (file) => {
-    const obj = join(agentObjdir, file.replace(/\//g, "__") + ".o");
-    nmOf.set(file, await nmLines(file, flags, [`-I${join(src, "agent")}`, `-I${join(src, "codec")}`], obj, resolveAgent));
-  });
+  try {
+    await eachParallel(cfiles, async (file) => {
+      nmOf.set(file, await nmLines(file, flags, includeArgs, join(objdir, file.replace(/\//g, "__") + ".o")));
+    });
+  } finally {
+    rmSync(objdir, { recursive: true, force: true });
+  }
   const defined = new Map(); // symbol -> file
   const undefinedBy = new Map(); // file -> [symbols]
-  for (const file of agentCfiles) {
-    const lines = nmOf.get(file);
+  for (const file of cfiles) {
     const undef = [];
-    for (const line of lines) {
+    for (const line of nmOf.get(file)) {
       const [name, type] = line.split(" ");
       if (type === "U") undef.push(name);
       else if (/[TDBR]/.test(type)) {
@@ -337,13 +262,8 @@ try {
     }
     undefinedBy.set(file, undef);
   }
-  // Rule 8. The shared wire codec is compiled into both, and is one definition in the tree.
-  for (const [sym, file] of defined) {
-    const other = addonDefined.get(sym);
-    if (other && other !== file) problem(`symbol ${sym} is defined by the agent's ${file} and by the addon's ${other}: give one of them its file's prefix`);
-  }
   const callGraph = new Map();
-  for (const file of agentCfiles) {
+  for (const file of cfiles) {
     const edges = new Set();
     for (const sym of undefinedBy.get(file)) {
       const target = defined.get(sym);
@@ -351,6 +271,11 @@ try {
     }
     callGraph.set(file, edges);
   }
+  return { defined, undefinedBy, callGraph };
+}
+
+// Every call cycle of `callGraph`, with the symbols that tie it.
+function cycleProblems(what, { defined, undefinedBy, callGraph }) {
   for (const comp of cycles(callGraph)) {
     const ties = [];
     for (const a of comp)
@@ -358,14 +283,45 @@ try {
         const b = defined.get(sym);
         if (b && b !== a && comp.includes(b)) ties.push(`${a} -> ${b}: ${sym}`);
       }
-    problem(`call cycle between agent files: ${comp.join(", ")}\n    ${ties.join("\n    ")}`);
+    problem(`call cycle between ${what}: ${comp.join(", ")}\n    ${ties.join("\n    ")}`);
   }
-  if (verbose) {
-    console.log(`agent: ${agentCfiles.length} files`);
-    for (const f of agentCfiles) console.log(`  ${f} -> ${[...callGraph.get(f)].join(", ") || "(libc and the wire codec only)"}`);
+}
+
+const cfiles = addonFiles.filter((f) => f.endsWith(".c"));
+const nodeInclude = process.env.ANVIA_NODEDIR ? join(process.env.ANVIA_NODEDIR, "include/node") : "/usr/include/node";
+// ANVIA_TEST_EXPORTS: the debug build's superset (the unit tests' natives included).
+const addon = await symbolsOf(cfiles, ["-std=c11", "-D_GNU_SOURCE", "-DNAPI_VERSION=8", "-DANVIA_TEST_EXPORTS", "-O0", "-w"], [`-I${src}`, `-I${nodeInclude}`]);
+for (const file of cfiles) {
+  const layer = layerOf(file);
+  for (const sym of addon.undefinedBy.get(file)) {
+    const target = addon.defined.get(sym);
+    if (target && target !== file && rank(layerOf(target)) > rank(layer))
+      problem(`${file} (${layer}) uses ${sym} of ${target} (${layerOf(target)}), a higher layer`);
   }
-} finally {
-  rmSync(agentObjdir, { recursive: true, force: true });
+}
+cycleProblems("files", addon);
+if (verbose) {
+  for (const layer of LAYERS) {
+    const inLayer = cfiles.filter((f) => layerOf(f) === layer);
+    console.log(`${layer}: ${inLayer.length} files`);
+    for (const f of inLayer) console.log(`  ${f} -> ${[...addon.callGraph.get(f)].join(", ") || "(libc and libraries only)"}`);
+  }
+}
+
+// ---- the agent's calls, from its own objects ----
+const agentCfiles = agentFiles.filter((f) => f.endsWith(".c"));
+// -fno-common: a global without an initializer (the state `g`) is defined where it is
+// written, so nm names its file.
+const agent = await symbolsOf(agentCfiles, ["-std=c11", "-O0", "-w", "-fno-common"], [`-I${join(src, "agent")}`, `-I${join(src, "codec")}`]);
+// Rule 8.
+for (const [sym, file] of agent.defined) {
+  const other = addon.defined.get(sym);
+  if (other) problem(`symbol ${sym} is defined by the agent's ${file} and by the addon's ${other}: give one of them its file's prefix`);
+}
+cycleProblems("agent files", agent);
+if (verbose) {
+  console.log(`agent: ${agentCfiles.length} files`);
+  for (const f of agentCfiles) console.log(`  ${f} -> ${[...agent.callGraph.get(f)].join(", ") || "(libc and the wire codec only)"}`);
 }
 
 // ---- rule 9: dead exports ----
@@ -386,7 +342,9 @@ try {
   walkTests(testRoot);
   const tests = testText.join("\n");
   const ENTRY = new Set(["napi_register_module_v1", "node_api_module_get_api_version_v1"]);
-  for (const [sym, file] of addonDefined) {
+  const addonUsed = new Set();
+  for (const [file, syms] of addon.undefinedBy) for (const sym of syms) if (addon.defined.get(sym) !== file) addonUsed.add(sym);
+  for (const [sym, file] of addon.defined) {
     if (addonUsed.has(sym) || ENTRY.has(sym) || new RegExp(`\\b${sym}\\b`).test(tests)) continue;
     problem(`${file} exports ${sym}, which no other file uses: make it static or remove it`);
   }

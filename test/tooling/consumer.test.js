@@ -22,6 +22,7 @@ import { promisify } from "node:util";
 import { fileURLToPath } from "node:url";
 import { IMAGE } from "../helpers/docker.js";
 import { startFakeEngine } from "../helpers/fake-engine.js";
+import { TEST_NATIVES } from "../helpers/test-natives.js";
 
 const repo = fileURLToPath(new URL("../..", import.meta.url));
 const cleanEnv = Object.fromEntries(
@@ -222,13 +223,13 @@ test("x64: installed offline with scripts blocked in bare Debian bullseye, a san
 // tar writing and reading through libarchive by the public API: a file written and read
 // back on a fake engine (test/helpers/fake-engine.js, run by this test) over its socket.
 const PURE_SCRIPT = `
-const [nativeJs, indexJs, host] = process.argv.slice(2);
+const [nativeJs, indexJs, host, testNatives] = process.argv.slice(2);
 const { native, nativeFile } = await import(nativeJs);
 const { DockerSandboxClient } = await import(indexJs);
 const out = {
   arch: process.arch,
   binary: nativeFile.split("/node_modules/")[1],
-  testNatives: ["tarBuild", "tarPeek", "textPage", "posixJoin", "demuxFrames"].filter((n) => typeof native[n] === "function"),
+  testNatives: JSON.parse(testNatives).filter((n) => typeof native[n] === "function"),
   normalize: [native.normalizeSandboxPath("a//b/../c/", false), native.normalizeSandboxPath(".", true)],
   endpoint: native.resolveEndpoint("unix:///run/other.sock", {}),
 };
@@ -258,11 +259,11 @@ test("arm64: under qemu, the loader picks the arm64 binary and it answers as the
   t.after(() => fake.close());
   fake.addContainer("fake1");
 
-  const x64 = await run(process.execPath, ["pure.mjs", native, index, fake.host], { cwd: app });
+  const x64 = await run(process.execPath, ["pure.mjs", native, index, fake.host, JSON.stringify(TEST_NATIVES)], { cwd: app });
   const arm64Node = join(root, "usr/bin/node");
   const version = await run("qemu-aarch64-static", ["-L", root, arm64Node, "-p", "process.version + ' ' + process.arch + ' napi ' + process.versions.napi"], { timeout: 300_000 });
   const started = Date.now();
-  const arm = await run("qemu-aarch64-static", ["-L", root, arm64Node, "pure.mjs", native, index, fake.host], { cwd: app, timeout: 600_000 });
+  const arm = await run("qemu-aarch64-static", ["-L", root, arm64Node, "pure.mjs", native, index, fake.host, JSON.stringify(TEST_NATIVES)], { cwd: app, timeout: 600_000 });
   t.diagnostic(`arm64 node under qemu: ${version.stdout.trim()}; script ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const a = JSON.parse(arm.stdout);
   const x = JSON.parse(x64.stdout);
