@@ -489,6 +489,15 @@ exec_task_t *exec_task_start(engine_t *eng, const char *container, exec_spec_t *
   t->result = exec_result_new(t->spec.max_output);
   if (t->container == NULL || t->result == NULL || uuid_v4(t->marker) != 0) goto oom;
   if (t->spec.kill_tree && exec_spec_add_env(&t->spec, EXEC_MARKER_ENV, t->marker) != 0) goto oom;
+  /* An empty input is an end of file from the start: the command's stdin is /dev/null, as
+   * without input, rather than a stream the engine must close for us. Docker 20.10 can lose
+   * that close when it comes while the exec is still being created (the CloseIO race of
+   * containerd clients): the command then waits on its input until its timeout. */
+  if (t->spec.has_input && t->spec.input_len == 0 && !t->spec.attach_stdin) {
+    t->spec.has_input = 0;
+    free(t->spec.input);
+    t->spec.input = NULL;
+  }
   if (t->spec.has_input && engine_info(eng).kind == ENGINE_PODMAN && wrap_input_drain(&t->spec) != 0) goto oom;
   t->created_s = (int64_t)time(NULL);
 
