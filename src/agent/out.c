@@ -126,7 +126,7 @@ void send_hello(void) {
   if (h.build.len > AW_MAX_BUILD) h.build.len = AW_MAX_BUILD;
   h.arch.p = (const uint8_t *)arch;
   h.arch.len = (uint32_t)strlen(arch);
-  QUEUE(512, aw_put_hello(w, &h));
+  QUEUE(512, aw_put_hello(w, 0, &h));
 }
 
 void send_error(uint32_t id, const ag_err_t *e) {

@@ -32,42 +32,24 @@ const char *aw_status_str(int status) {
   }
 }
 
-static const char *const ERROR_NAMES[] = {
-    "unknown",        "protocol",   "unsupported",   "limit",          "invalid",       "duplicate_id",
-    "not_found",      "symlink",    "not_regular",   "is_directory",   "not_directory", "too_large",
-    "permission",     "io",         "spawn_failed",  "cancelled",      "length_mismatch", "resources",
-    "flow_control",   "no_workdir", "outside",       "read_only",      "no_space",      "shutdown",
-    "version",
-};
-
 const char *aw_error_name(unsigned kind) {
-  if (kind == 0 || kind >= sizeof(ERROR_NAMES) / sizeof(ERROR_NAMES[0])) return "unknown";
-  return ERROR_NAMES[kind];
+#define AW_ERROR_NAME_(name, code, wire) \
+  case code: return wire;
+  switch (kind) {
+    AW_ERROR_KINDS(AW_ERROR_NAME_)
+  default: return "unknown";
+  }
+#undef AW_ERROR_NAME_
 }
 
 const char *aw_type_name(unsigned type) {
+#define AW_TYPE_NAME_(name, code, sender) \
+  case AW_T_##name: return #name;
   switch (type) {
-  case AW_T_HELLO: return "HELLO";
-  case AW_T_PONG: return "PONG";
-  case AW_T_STARTED: return "STARTED";
-  case AW_T_EXITED: return "EXITED";
-  case AW_T_RESULT: return "RESULT";
-  case AW_T_ERROR: return "ERROR";
-  case AW_T_DATA: return "DATA";
-  case AW_T_WINDOW: return "WINDOW";
-  case AW_T_HOST_HELLO: return "HOST_HELLO";
-  case AW_T_PING: return "PING";
-  case AW_T_CANCEL: return "CANCEL";
-  case AW_T_EXEC: return "EXEC";
-  case AW_T_READ: return "READ";
-  case AW_T_WRITE: return "WRITE";
-  case AW_T_MKDIR: return "MKDIR";
-  case AW_T_LIST: return "LIST";
-  case AW_T_PORT_WAIT: return "PORT_WAIT";
-  case AW_T_SIGNAL: return "SIGNAL";
-  case AW_T_GROUP_ALIVE: return "GROUP_ALIVE";
+    AW_FRAME_TYPES(AW_TYPE_NAME_)
   default: return "unknown";
   }
+#undef AW_TYPE_NAME_
 }
 
 int aw_has_nul(const uint8_t *p, size_t len) { return len > 0 && memchr(p, 0, len) != NULL; }
@@ -101,16 +83,25 @@ void aw_header_encode(uint8_t out[AW_HEADER_LEN], const aw_header_t *h) {
   put32(out + 8, h->id);
 }
 
-static int type_from_agent(unsigned t) { return t >= AW_T_HELLO && t <= AW_T_WINDOW; }
-static int type_from_host(unsigned t) {
-  return t == AW_T_DATA || t == AW_T_WINDOW || (t >= AW_T_HOST_HELLO && t <= AW_T_GROUP_ALIVE);
+/* Who may send each type: AW_FROM_AGENT, AW_FROM_HOST or both (AW_FRAME_TYPES). */
+#define AW_SENDS_AGENT AW_FROM_AGENT
+#define AW_SENDS_HOST AW_FROM_HOST
+#define AW_SENDS_BOTH (AW_FROM_AGENT | AW_FROM_HOST)
+static int type_sent_by(unsigned type, int from) {
+#define AW_TYPE_SENDER_(name, code, sender) \
+  case AW_T_##name: return (AW_SENDS_##sender & from) != 0;
+  switch (type) {
+    AW_FRAME_TYPES(AW_TYPE_SENDER_)
+  default: return 0;
+  }
+#undef AW_TYPE_SENDER_
 }
 
 /* Checks a decoded header against the rules for frames sent by `from`. */
 static int aw_header_check(const aw_header_t *h, int from) {
   if (h->len > AW_MAX_PAYLOAD) return AW_ERR_FRAME_SIZE;
   if (h->reserved != 0) return AW_ERR_RESERVED;
-  if (from == AW_FROM_AGENT ? !type_from_agent(h->type) : !type_from_host(h->type)) return AW_ERR_TYPE;
+  if (!type_sent_by(h->type, from)) return AW_ERR_TYPE;
   if (h->type == AW_T_DATA) {
     if (h->len > AW_MAX_DATA) return AW_ERR_FRAME_SIZE;
     if (h->flags & ~AW_F_END) return AW_ERR_FLAGS;
@@ -298,231 +289,7 @@ static int finish(aw_writer_t *w, size_t start) {
   return rc;
 }
 
-/* ---- connection messages ---- */
-
-int aw_dec_hello(const uint8_t *p, size_t len, aw_hello_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  memset(m, 0, sizeof(*m));
-  m->magic = r32(&c);
-  m->version_min = r16(&c);
-  m->version_max = r16(&c);
-  m->max_payload = r32(&c);
-  m->max_data = r32(&c);
-  m->in_window = r32(&c);
-  m->max_requests = r32(&c);
-  m->caps = r32(&c);
-  m->pid = r32(&c);
-  m->uid = r32(&c);
-  m->gid = r32(&c);
-  m->heartbeat_ms = r32(&c);
-  m->build = rblob(&c, AW_MAX_BUILD, 1);
-  m->arch = rblob(&c, AW_MAX_BUILD, 1);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  if (m->magic != AW_MAGIC) return AW_ERR_VALUE;
-  if (m->version_min == 0 || m->version_min > m->version_max) return AW_ERR_VALUE;
-  if (m->max_payload < 4096 || m->max_payload > AW_MAX_PAYLOAD) return AW_ERR_VALUE;
-  if (m->max_data < 1024 || m->max_data > AW_MAX_DATA || m->max_data > m->max_payload) return AW_ERR_VALUE;
-  if (m->in_window == 0 || m->in_window > AW_MAX_WINDOW) return AW_ERR_VALUE;
-  if (m->max_requests == 0 || m->max_requests > AW_MAX_REQUESTS) return AW_ERR_VALUE;
-  return AW_OK;
-}
-
-int aw_put_hello(aw_writer_t *w, const aw_hello_t *m) {
-  if (m->build.len > AW_MAX_BUILD || m->arch.len > AW_MAX_BUILD) return AW_ERR_LIMIT;
-  size_t s = aw_w_begin(w, AW_T_HELLO, 0, 0, 0);
-  aw_w_u32(w, m->magic);
-  aw_w_u16(w, m->version_min);
-  aw_w_u16(w, m->version_max);
-  aw_w_u32(w, m->max_payload);
-  aw_w_u32(w, m->max_data);
-  aw_w_u32(w, m->in_window);
-  aw_w_u32(w, m->max_requests);
-  aw_w_u32(w, m->caps);
-  aw_w_u32(w, m->pid);
-  aw_w_u32(w, m->uid);
-  aw_w_u32(w, m->gid);
-  aw_w_u32(w, m->heartbeat_ms);
-  aw_w_blob(w, m->build.p, m->build.len);
-  aw_w_blob(w, m->arch.p, m->arch.len);
-  return finish(w, s);
-}
-
-int aw_dec_host_hello(const uint8_t *p, size_t len, aw_host_hello_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  m->version_min = r16(&c);
-  m->version_max = r16(&c);
-  m->flags = r32(&c);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  if (m->version_min == 0 || m->version_min > m->version_max || m->flags != 0) return AW_ERR_VALUE;
-  return AW_OK;
-}
-
-int aw_put_host_hello(aw_writer_t *w, const aw_host_hello_t *m) {
-  size_t s = aw_w_begin(w, AW_T_HOST_HELLO, 0, 0, 0);
-  aw_w_u16(w, m->version_min);
-  aw_w_u16(w, m->version_max);
-  aw_w_u32(w, m->flags);
-  return finish(w, s);
-}
-
-int aw_dec_error(const uint8_t *p, size_t len, aw_error_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  m->kind = r16(&c);
-  m->stage = r8(&c);
-  uint8_t reserved = r8(&c);
-  m->err = (int32_t)r32(&c);
-  m->value = r64(&c);
-  m->detail = rblob(&c, AW_MAX_DETAIL, 0);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  if (m->kind == 0 || reserved != 0 || m->err < 0 || m->err > 4095 || m->stage > AW_STAGE_FORK) return AW_ERR_VALUE;
-  return AW_OK;
-}
-
-int aw_put_error(aw_writer_t *w, uint32_t id, const aw_error_t *m) {
-  if (m->detail.len > AW_MAX_DETAIL) return AW_ERR_LIMIT;
-  size_t s = aw_w_begin(w, AW_T_ERROR, 0, 0, id);
-  aw_w_u16(w, m->kind);
-  aw_w_u8(w, m->stage);
-  aw_w_u8(w, 0);
-  aw_w_u32(w, (uint32_t)m->err);
-  aw_w_u64(w, m->value);
-  aw_w_blob(w, m->detail.p, m->detail.len);
-  return finish(w, s);
-}
-
-int aw_dec_window(const uint8_t *p, size_t len, uint32_t *increment) {
-  cur_t c;
-  cur_init(&c, p, len);
-  *increment = r32(&c);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  if (*increment == 0 || *increment > AW_MAX_WINDOW) return AW_ERR_VALUE;
-  return AW_OK;
-}
-
-int aw_put_window(aw_writer_t *w, uint32_t id, uint8_t stream, uint32_t increment) {
-  size_t s = aw_w_begin(w, AW_T_WINDOW, 0, stream, id);
-  aw_w_u32(w, increment);
-  return finish(w, s);
-}
-
-int aw_put_data(aw_writer_t *w, uint32_t id, uint8_t stream, uint8_t flags, const void *p, size_t len) {
-  if (len > AW_MAX_DATA) return AW_ERR_FRAME_SIZE;
-  size_t s = aw_w_begin(w, AW_T_DATA, flags, stream, id);
-  aw_w_raw(w, p, len);
-  return finish(w, s);
-}
-
-int aw_dec_ping(const uint8_t *p, size_t len) {
-  (void)p;
-  return len > AW_MAX_PING ? AW_ERR_LIMIT : AW_OK;
-}
-
-int aw_put_ping(aw_writer_t *w, uint8_t type, uint32_t id, const void *p, size_t len) {
-  if (len > AW_MAX_PING) return AW_ERR_LIMIT;
-  size_t s = aw_w_begin(w, type, 0, 0, id);
-  aw_w_raw(w, p, len);
-  return finish(w, s);
-}
-
-int aw_dec_cancel(const uint8_t *p, size_t len) {
-  (void)p;
-  return len != 0 ? AW_ERR_TRAILING : AW_OK;
-}
-
-int aw_put_cancel(aw_writer_t *w, uint32_t id) {
-  size_t s = aw_w_begin(w, AW_T_CANCEL, 0, 0, id);
-  return finish(w, s);
-}
-
-/* ---- EXEC ---- */
-
-#define PID_LIMIT 4194304u /* Linux PID_MAX_LIMIT */
-
-int aw_dec_started(const uint8_t *p, size_t len, aw_started_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  m->pid = r32(&c);
-  m->pgid = r32(&c);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  if (m->pid < 2 || m->pid > PID_LIMIT || m->pgid < 2 || m->pgid > PID_LIMIT) return AW_ERR_VALUE;
-  return AW_OK;
-}
-
-int aw_put_started(aw_writer_t *w, uint32_t id, const aw_started_t *m) {
-  size_t s = aw_w_begin(w, AW_T_STARTED, 0, 0, id);
-  aw_w_u32(w, m->pid);
-  aw_w_u32(w, m->pgid);
-  return finish(w, s);
-}
-
-static void r_exit_head(cur_t *c, aw_exit_t *m) {
-  memset(m, 0, sizeof(*m));
-  m->how = r8(c);
-  m->signal = r8(c);
-  m->flags = r8(c);
-  if (r8(c) != 0) fail(c, AW_ERR_VALUE);
-  m->code = (int32_t)r32(c);
-}
-static int check_exit(const aw_exit_t *m) {
-  if (m->flags & ~AW_EXITF_ALL) return AW_ERR_VALUE;
-  if (m->how == AW_EXIT_CODE) {
-    if (m->signal != 0 || m->code < 0 || m->code > 255 || (m->flags & AW_EXITF_CORE)) return AW_ERR_VALUE;
-  } else if (m->how == AW_EXIT_SIGNAL) {
-    if (m->signal < 1 || m->signal > 64 || m->code != 128 + m->signal) return AW_ERR_VALUE;
-  } else {
-    return AW_ERR_VALUE;
-  }
-  return AW_OK;
-}
-static void w_exit_head(aw_writer_t *w, const aw_exit_t *m) {
-  aw_w_u8(w, m->how);
-  aw_w_u8(w, m->signal);
-  aw_w_u8(w, m->flags);
-  aw_w_u8(w, 0);
-  aw_w_u32(w, (uint32_t)m->code);
-}
-
-int aw_dec_exited(const uint8_t *p, size_t len, aw_exit_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  r_exit_head(&c, m);
-  int rc = done(&c);
-  return rc != AW_OK ? rc : check_exit(m);
-}
-
-int aw_put_exited(aw_writer_t *w, uint32_t id, const aw_exit_t *m) {
-  size_t s = aw_w_begin(w, AW_T_EXITED, 0, 0, id);
-  w_exit_head(w, m);
-  return finish(w, s);
-}
-
-int aw_dec_exec_result(const uint8_t *p, size_t len, aw_exit_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  r_exit_head(&c, m);
-  m->out_bytes = r64(&c);
-  m->err_bytes = r64(&c);
-  m->duration_us = r64(&c);
-  int rc = done(&c);
-  return rc != AW_OK ? rc : check_exit(m);
-}
-
-int aw_put_exec_result(aw_writer_t *w, uint32_t id, const aw_exit_t *m) {
-  size_t s = aw_w_begin(w, AW_T_RESULT, 0, 0, id);
-  w_exit_head(w, m);
-  aw_w_u64(w, m->out_bytes);
-  aw_w_u64(w, m->err_bytes);
-  aw_w_u64(w, m->duration_us);
-  return finish(w, s);
-}
+/* ---- string lists ---- */
 
 /* A list of `count` strings (count <= max_count), each <= max_len and NUL-free; with
  * `env`, each has a '=' after a non-empty name; with `first_nonempty`, the first string is
@@ -573,193 +340,192 @@ int aw_list_next(aw_list_t *it, aw_bytes_t *out) {
   return 1;
 }
 
-int aw_dec_exec(const uint8_t *p, size_t len, aw_exec_req_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  memset(m, 0, sizeof(*m));
-  m->flags = r32(&c);
-  m->timeout_ms = r32(&c);
-  m->window = r32(&c);
-  m->cwd = rblob(&c, AW_MAX_PATH, 1);
-  m->argv = rlist(&c, 1, AW_MAX_ARGC, 0, 1);
-  m->env = rlist(&c, 0, AW_MAX_ENVC, 1, 0);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  if ((m->flags & ~AW_EXEC_FLAGS_ALL) || m->window > AW_MAX_WINDOW) return AW_ERR_VALUE;
+/* ---- the messages of the table (agent_wire.h, AW_MESSAGES) ---- */
+
+/* Range tests through functions: the table's bounds are often the type's own, which a
+ * comparison written in place would warn about. */
+static int outside_u(uint64_t v, uint64_t lo, uint64_t hi) { return v < lo || v > hi; }
+static int outside_i(int64_t v, int64_t lo, int64_t hi) { return v < lo || v > hi; }
+
+/* Reading each field (lists and blobs are bounded as they are read). */
+#define RD_(kind, n, a, b) RD_##kind(n, a, b)
+#define RD_U8(n, a, b) m->n = r8(&c);
+#define RD_MASK8(n, a, b) m->n = r8(&c);
+#define RD_U16(n, a, b) m->n = r16(&c);
+#define RD_MASK16(n, a, b) m->n = r16(&c);
+#define RD_U32(n, a, b) m->n = r32(&c);
+#define RD_U32L(n, a, b) m->n = r32(&c);
+#define RD_MASK32(n, a, b) m->n = r32(&c);
+#define RD_I32(n, a, b) m->n = (int32_t)r32(&c);
+#define RD_U64(n, a, b) m->n = r64(&c);
+#define RD_I64(n, a, b) m->n = (int64_t)r64(&c);
+#define RD_ZERO8(n, a, b) zero &= r8(&c) == 0;
+#define RD_ZERO16(n, a, b) zero &= r16(&c) == 0;
+#define RD_BLOB(n, a, b) m->n = rblob(&c, a, b);
+#define RD_ARGV(n, a, b) m->n = rlist(&c, a, b, 0, 1);
+#define RD_ENVS(n, a, b) m->n = rlist(&c, a, b, 1, 0);
+
+/* Each field's rule, once the whole payload has been read. */
+#define CK_(kind, n, a, b) CK_##kind(n, a, b)
+#define CK_U8(n, a, b) if (outside_u(m->n, a, b)) return AW_ERR_VALUE;
+#define CK_U16 CK_U8
+#define CK_U32 CK_U8
+#define CK_U32L(n, a, b)                            \
+  if (m->n < (uint64_t)(a)) return AW_ERR_VALUE;    \
+  if (outside_u(m->n, 0, b)) return AW_ERR_LIMIT;
+#define CK_I32(n, a, b) if (outside_i(m->n, a, b)) return AW_ERR_VALUE;
+#define CK_MASK8(n, a, b) if (m->n & ~(uint32_t)(a)) return AW_ERR_VALUE;
+#define CK_MASK16 CK_MASK8
+#define CK_MASK32 CK_MASK8
+#define CK_ZERO8(n, a, b) if (!zero) return AW_ERR_VALUE;
+#define CK_ZERO16 CK_ZERO8
+#define CK_U64(n, a, b)
+#define CK_I64(n, a, b)
+#define CK_BLOB(n, a, b)
+#define CK_ARGV(n, a, b)
+#define CK_ENVS(n, a, b)
+
+/* Writing each field. */
+#define WR_(kind, n, a, b) WR_##kind(n)
+#define WR_U8(n) aw_w_u8(w, m->n);
+#define WR_MASK8 WR_U8
+#define WR_U16(n) aw_w_u16(w, m->n);
+#define WR_MASK16 WR_U16
+#define WR_U32(n) aw_w_u32(w, m->n);
+#define WR_U32L WR_U32
+#define WR_MASK32 WR_U32
+#define WR_I32(n) aw_w_u32(w, (uint32_t)m->n);
+#define WR_U64(n) aw_w_u64(w, m->n);
+#define WR_I64(n) aw_w_u64(w, (uint64_t)m->n);
+#define WR_ZERO8(n) aw_w_u8(w, 0);
+#define WR_ZERO16(n) aw_w_u16(w, 0);
+#define WR_BLOB(n) aw_w_blob(w, m->n.p, m->n.len);
+#define WR_ARGV(n)                                                                     \
+  aw_w_u32(w, m->n##_count);                                                           \
+  for (uint32_t i = 0; i < m->n##_count; i++) aw_w_blob(w, m->n[i].p, m->n[i].len);
+#define WR_ENVS WR_ARGV
+
+/* What the agent sends is bounded before it is written (the host refuses it otherwise). */
+#define BOUND_(kind, n, a, b) BOUND_##kind(n, a)
+#define BOUND_BLOB(n, a) if (m->n.len > (a)) return AW_ERR_LIMIT;
+#define BOUND_U8(n, a)
+#define BOUND_MASK8 BOUND_U8
+#define BOUND_U16 BOUND_U8
+#define BOUND_MASK16 BOUND_U8
+#define BOUND_U32 BOUND_U8
+#define BOUND_U32L BOUND_U8
+#define BOUND_MASK32 BOUND_U8
+#define BOUND_I32 BOUND_U8
+#define BOUND_U64 BOUND_U8
+#define BOUND_I64 BOUND_U8
+#define BOUND_ZERO8 BOUND_U8
+#define BOUND_ZERO16 BOUND_U8
+#define BOUND_ARGV BOUND_U8
+#define BOUND_ENVS BOUND_U8
+#define BOUND_FIELDS_AGENT(fields) fields(BOUND_)
+#define BOUND_FIELDS_HOST(fields)
+
+/* The relations between fields (the rows' `check`). */
+#define AW_NO_CHECK(m) AW_OK
+
+static int aw_check_hello(const aw_hello_t *m) {
+  if (m->version_min > m->version_max || m->max_data > m->max_payload) return AW_ERR_VALUE;
   return AW_OK;
 }
 
-int aw_put_exec(aw_writer_t *w, uint32_t id, const aw_exec_enc_t *m) {
-  size_t s = aw_w_begin(w, AW_T_EXEC, 0, 0, id);
-  aw_w_u32(w, m->flags);
-  aw_w_u32(w, m->timeout_ms);
-  aw_w_u32(w, m->window);
-  aw_w_blob(w, m->cwd.p, m->cwd.len);
-  aw_w_u32(w, m->argc);
-  for (uint32_t i = 0; i < m->argc; i++) aw_w_blob(w, m->argv[i].p, m->argv[i].len);
-  aw_w_u32(w, m->envc);
-  for (uint32_t i = 0; i < m->envc; i++) aw_w_blob(w, m->env[i].p, m->env[i].len);
-  return finish(w, s);
+static int aw_check_host_hello(const aw_host_hello_t *m) {
+  return m->version_min > m->version_max ? AW_ERR_VALUE : AW_OK;
 }
 
-/* ---- files ---- */
-
-int aw_dec_read(const uint8_t *p, size_t len, aw_read_req_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  m->max_bytes = r64(&c);
-  m->window = r32(&c);
-  m->flags = r32(&c);
-  m->path = rblob(&c, AW_MAX_PATH, 1);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  if (m->window > AW_MAX_WINDOW || m->flags != 0) return AW_ERR_VALUE;
+/* An exit is a status 0..255 without a signal, or signal n with code 128 + n. */
+static int aw_check_exit(const aw_exit_t *m) {
+  if (m->how == AW_EXIT_CODE) {
+    if (m->signal != 0 || (m->flags & AW_EXITF_CORE)) return AW_ERR_VALUE;
+  } else if (m->signal < 1 || m->code != 128 + m->signal) {
+    return AW_ERR_VALUE;
+  }
   return AW_OK;
 }
 
-int aw_put_read(aw_writer_t *w, uint32_t id, const aw_read_req_t *m) {
-  size_t s = aw_w_begin(w, AW_T_READ, 0, 0, id);
-  aw_w_u64(w, m->max_bytes);
-  aw_w_u32(w, m->window);
-  aw_w_u32(w, m->flags);
-  aw_w_blob(w, m->path.p, m->path.len);
-  return finish(w, s);
+static int aw_check_port_wait(const aw_port_req_t *m) {
+  return m->interval_ms != 0 && m->interval_ms < AW_MIN_INTERVAL_MS ? AW_ERR_VALUE : AW_OK;
 }
 
-int aw_dec_read_result(const uint8_t *p, size_t len, aw_read_res_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  m->bytes = r64(&c);
-  m->mode = r32(&c);
-  m->flags = r32(&c);
-  m->mtime_ns = (int64_t)r64(&c);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  if (m->flags & ~AW_READF_TRUNCATED) return AW_ERR_VALUE;
+static int aw_check_port_result(const aw_port_res_t *m) {
+  return (m->found != 0) != (m->families != 0) ? AW_ERR_VALUE : AW_OK;
+}
+
+static int aw_check_alive_result(const aw_alive_res_t *m) {
+  if (m->members != AW_UNKNOWN && m->members > AW_PID_LIMIT) return AW_ERR_VALUE;
+  if (m->zombies != AW_UNKNOWN && m->zombies > AW_PID_LIMIT) return AW_ERR_VALUE;
   return AW_OK;
 }
 
-int aw_put_read_result(aw_writer_t *w, uint32_t id, const aw_read_res_t *m) {
-  size_t s = aw_w_begin(w, AW_T_RESULT, 0, 0, id);
-  aw_w_u64(w, m->bytes);
-  aw_w_u32(w, m->mode);
-  aw_w_u32(w, m->flags);
-  aw_w_u64(w, (uint64_t)m->mtime_ns);
-  return finish(w, s);
-}
+#define AW_DEFINE_(name, type, sender, dec_t, enc_t, fields, check) \
+  int aw_dec_##name(const uint8_t *p, size_t len, dec_t *m) {       \
+    cur_t c;                                                         \
+    int zero = 1;                                                    \
+    cur_init(&c, p, len);                                            \
+    memset(m, 0, sizeof(*m));                                        \
+    fields(RD_) int rc = done(&c);                                   \
+    if (rc != AW_OK) return rc;                                      \
+    (void)zero;                                                      \
+    fields(CK_) return check(m);                                     \
+  }                                                                  \
+  int aw_put_##name(aw_writer_t *w, uint32_t id, const enc_t *m) {   \
+    BOUND_FIELDS_##sender(fields) size_t s = aw_w_begin(w, AW_T_##type, 0, 0, id); \
+    fields(WR_) return finish(w, s);                                 \
+  }
+AW_MESSAGES(AW_DEFINE_)
 
-int aw_dec_write(const uint8_t *p, size_t len, aw_write_req_t *m) {
+/* ---- framing ---- */
+
+int aw_dec_window(const uint8_t *p, size_t len, uint32_t *increment) {
   cur_t c;
   cur_init(&c, p, len);
-  m->length = r64(&c);
-  m->mode = r32(&c);
-  m->flags = r32(&c);
-  m->path = rblob(&c, AW_MAX_PATH, 1);
+  *increment = r32(&c);
   int rc = done(&c);
   if (rc != AW_OK) return rc;
-  if (m->mode > 07777 || (m->flags & ~AW_WRITE_FLAGS_ALL)) return AW_ERR_VALUE;
+  if (*increment == 0 || *increment > AW_MAX_WINDOW) return AW_ERR_VALUE;
   return AW_OK;
 }
 
-int aw_put_write(aw_writer_t *w, uint32_t id, const aw_write_req_t *m) {
-  size_t s = aw_w_begin(w, AW_T_WRITE, 0, 0, id);
-  aw_w_u64(w, m->length);
-  aw_w_u32(w, m->mode);
-  aw_w_u32(w, m->flags);
-  aw_w_blob(w, m->path.p, m->path.len);
+int aw_put_window(aw_writer_t *w, uint32_t id, uint8_t stream, uint32_t increment) {
+  size_t s = aw_w_begin(w, AW_T_WINDOW, 0, stream, id);
+  aw_w_u32(w, increment);
   return finish(w, s);
 }
 
-int aw_dec_write_result(const uint8_t *p, size_t len, aw_write_res_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  m->bytes = r64(&c);
-  m->mode = r32(&c);
-  return done(&c);
-}
-
-int aw_put_write_result(aw_writer_t *w, uint32_t id, const aw_write_res_t *m) {
-  size_t s = aw_w_begin(w, AW_T_RESULT, 0, 0, id);
-  aw_w_u64(w, m->bytes);
-  aw_w_u32(w, m->mode);
+int aw_put_data(aw_writer_t *w, uint32_t id, uint8_t stream, uint8_t flags, const void *p, size_t len) {
+  if (len > AW_MAX_DATA) return AW_ERR_FRAME_SIZE;
+  size_t s = aw_w_begin(w, AW_T_DATA, flags, stream, id);
+  aw_w_raw(w, p, len);
   return finish(w, s);
 }
 
-int aw_dec_mkdir(const uint8_t *p, size_t len, aw_mkdir_req_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  m->mode = r32(&c);
-  m->flags = r32(&c);
-  m->path = rblob(&c, AW_MAX_PATH, 1);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  if (m->mode > 07777 || (m->flags & ~AW_MKDIR_FLAGS_ALL)) return AW_ERR_VALUE;
-  return AW_OK;
+int aw_dec_ping(const uint8_t *p, size_t len) {
+  (void)p;
+  return len > AW_MAX_PING ? AW_ERR_LIMIT : AW_OK;
 }
 
-int aw_put_mkdir(aw_writer_t *w, uint32_t id, const aw_mkdir_req_t *m) {
-  size_t s = aw_w_begin(w, AW_T_MKDIR, 0, 0, id);
-  aw_w_u32(w, m->mode);
-  aw_w_u32(w, m->flags);
-  aw_w_blob(w, m->path.p, m->path.len);
+int aw_put_ping(aw_writer_t *w, uint8_t type, uint32_t id, const void *p, size_t len) {
+  if (len > AW_MAX_PING) return AW_ERR_LIMIT;
+  size_t s = aw_w_begin(w, type, 0, 0, id);
+  aw_w_raw(w, p, len);
   return finish(w, s);
 }
 
-int aw_dec_mkdir_result(const uint8_t *p, size_t len, aw_mkdir_res_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  m->created = r8(&c);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  return m->created > 1 ? AW_ERR_VALUE : AW_OK;
+int aw_dec_cancel(const uint8_t *p, size_t len) {
+  (void)p;
+  return len != 0 ? AW_ERR_TRAILING : AW_OK;
 }
 
-int aw_put_mkdir_result(aw_writer_t *w, uint32_t id, const aw_mkdir_res_t *m) {
-  size_t s = aw_w_begin(w, AW_T_RESULT, 0, 0, id);
-  aw_w_u8(w, m->created);
+int aw_put_cancel(aw_writer_t *w, uint32_t id) {
+  size_t s = aw_w_begin(w, AW_T_CANCEL, 0, 0, id);
   return finish(w, s);
 }
 
-int aw_dec_list(const uint8_t *p, size_t len, aw_list_req_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  m->max_entries = r32(&c);
-  m->window = r32(&c);
-  m->flags = r32(&c);
-  m->path = rblob(&c, AW_MAX_PATH, 1);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  if (m->max_entries > AW_MAX_LIST_ENTRIES) return AW_ERR_LIMIT;
-  if (m->max_entries == 0 || m->window > AW_MAX_WINDOW || m->flags != 0) return AW_ERR_VALUE;
-  return AW_OK;
-}
-
-int aw_put_list(aw_writer_t *w, uint32_t id, const aw_list_req_t *m) {
-  size_t s = aw_w_begin(w, AW_T_LIST, 0, 0, id);
-  aw_w_u32(w, m->max_entries);
-  aw_w_u32(w, m->window);
-  aw_w_u32(w, m->flags);
-  aw_w_blob(w, m->path.p, m->path.len);
-  return finish(w, s);
-}
-
-int aw_dec_list_result(const uint8_t *p, size_t len, aw_list_res_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  m->count = r32(&c);
-  m->flags = r32(&c);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  if (m->count > AW_MAX_LIST_ENTRIES || (m->flags & ~AW_LISTF_TRUNCATED)) return AW_ERR_VALUE;
-  return AW_OK;
-}
-
-int aw_put_list_result(aw_writer_t *w, uint32_t id, const aw_list_res_t *m) {
-  size_t s = aw_w_begin(w, AW_T_RESULT, 0, 0, id);
-  aw_w_u32(w, m->count);
-  aw_w_u32(w, m->flags);
-  return finish(w, s);
-}
+/* ---- LIST records ---- */
 
 size_t aw_entry_size(const aw_entry_t *e) { return AW_ENTRY_FIXED + (size_t)e->name.len; }
 
@@ -803,136 +569,4 @@ int aw_put_entry(aw_writer_t *w, const aw_entry_t *e) {
     return AW_ERR_OVERFLOW;
   }
   return AW_OK;
-}
-
-/* ---- ports and processes ---- */
-
-int aw_dec_port_wait(const uint8_t *p, size_t len, aw_port_req_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  m->port = r16(&c);
-  m->flags = r16(&c);
-  m->timeout_ms = r32(&c);
-  m->interval_ms = r32(&c);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  if (m->port == 0 || (m->flags & ~(AW_PORT_V4 | AW_PORT_V6))) return AW_ERR_VALUE;
-  if (m->timeout_ms > AW_MAX_TIMEOUT_MS || m->interval_ms > AW_MAX_TIMEOUT_MS) return AW_ERR_LIMIT;
-  if (m->interval_ms != 0 && m->interval_ms < AW_MIN_INTERVAL_MS) return AW_ERR_VALUE;
-  return AW_OK;
-}
-
-int aw_put_port_wait(aw_writer_t *w, uint32_t id, const aw_port_req_t *m) {
-  size_t s = aw_w_begin(w, AW_T_PORT_WAIT, 0, 0, id);
-  aw_w_u16(w, m->port);
-  aw_w_u16(w, m->flags);
-  aw_w_u32(w, m->timeout_ms);
-  aw_w_u32(w, m->interval_ms);
-  return finish(w, s);
-}
-
-int aw_dec_port_result(const uint8_t *p, size_t len, aw_port_res_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  m->found = r8(&c);
-  m->families = r8(&c);
-  uint16_t reserved = r16(&c);
-  m->waited_ms = r32(&c);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  if (m->found > 1 || reserved != 0 || (m->families & ~(AW_PORT_V4 | AW_PORT_V6))) return AW_ERR_VALUE;
-  if ((m->found != 0) != (m->families != 0)) return AW_ERR_VALUE;
-  return AW_OK;
-}
-
-int aw_put_port_result(aw_writer_t *w, uint32_t id, const aw_port_res_t *m) {
-  size_t s = aw_w_begin(w, AW_T_RESULT, 0, 0, id);
-  aw_w_u8(w, m->found);
-  aw_w_u8(w, m->families);
-  aw_w_u16(w, 0);
-  aw_w_u32(w, m->waited_ms);
-  return finish(w, s);
-}
-
-int aw_dec_signal(const uint8_t *p, size_t len, aw_signal_req_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  m->pgid = (int32_t)r32(&c);
-  m->signal = r8(&c);
-  m->flags = r8(&c);
-  uint16_t reserved = r16(&c);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  if (m->signal < 1 || m->signal > 64 || (m->flags & ~AW_SIGNAL_FLAGS_ALL) || reserved != 0) return AW_ERR_VALUE;
-  return AW_OK;
-}
-
-int aw_put_signal(aw_writer_t *w, uint32_t id, const aw_signal_req_t *m) {
-  size_t s = aw_w_begin(w, AW_T_SIGNAL, 0, 0, id);
-  aw_w_u32(w, (uint32_t)m->pgid);
-  aw_w_u8(w, m->signal);
-  aw_w_u8(w, m->flags);
-  aw_w_u16(w, 0);
-  return finish(w, s);
-}
-
-int aw_dec_signal_result(const uint8_t *p, size_t len, aw_signal_res_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  m->delivered = r8(&c);
-  uint8_t r1 = r8(&c);
-  uint16_t r2 = r16(&c);
-  m->count = r32(&c);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  if (m->delivered > 1 || r1 != 0 || r2 != 0 || m->count > PID_LIMIT) return AW_ERR_VALUE;
-  return AW_OK;
-}
-
-int aw_put_signal_result(aw_writer_t *w, uint32_t id, const aw_signal_res_t *m) {
-  size_t s = aw_w_begin(w, AW_T_RESULT, 0, 0, id);
-  aw_w_u8(w, m->delivered);
-  aw_w_u8(w, 0);
-  aw_w_u16(w, 0);
-  aw_w_u32(w, m->count);
-  return finish(w, s);
-}
-
-int aw_dec_group_alive(const uint8_t *p, size_t len, aw_alive_req_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  m->pgid = (int32_t)r32(&c);
-  return done(&c);
-}
-
-int aw_put_group_alive(aw_writer_t *w, uint32_t id, const aw_alive_req_t *m) {
-  size_t s = aw_w_begin(w, AW_T_GROUP_ALIVE, 0, 0, id);
-  aw_w_u32(w, (uint32_t)m->pgid);
-  return finish(w, s);
-}
-
-int aw_dec_alive_result(const uint8_t *p, size_t len, aw_alive_res_t *m) {
-  cur_t c;
-  cur_init(&c, p, len);
-  m->alive = r8(&c);
-  uint8_t r1 = r8(&c);
-  uint16_t r2 = r16(&c);
-  m->members = r32(&c);
-  m->zombies = r32(&c);
-  int rc = done(&c);
-  if (rc != AW_OK) return rc;
-  if (m->alive > 1 || r1 != 0 || r2 != 0) return AW_ERR_VALUE;
-  if (m->members != AW_UNKNOWN && m->members > PID_LIMIT) return AW_ERR_VALUE;
-  if (m->zombies != AW_UNKNOWN && m->zombies > PID_LIMIT) return AW_ERR_VALUE;
-  return AW_OK;
-}
-
-int aw_put_alive_result(aw_writer_t *w, uint32_t id, const aw_alive_res_t *m) {
-  size_t s = aw_w_begin(w, AW_T_RESULT, 0, 0, id);
-  aw_w_u8(w, m->alive);
-  aw_w_u8(w, 0);
-  aw_w_u16(w, 0);
-  aw_w_u32(w, m->members);
-  aw_w_u32(w, m->zombies);
-  return finish(w, s);
 }

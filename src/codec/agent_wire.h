@@ -42,31 +42,34 @@
 #define AW_MAX_TIMEOUT_MS 86400000u   /* PORT_WAIT timeout and interval: one day */
 #define AW_MIN_INTERVAL_MS 10u
 
-/* ---- frame types ---- */
-enum {
-  /* agent -> host */
-  AW_T_HELLO = 0x01,
-  AW_T_PONG = 0x02,
-  AW_T_STARTED = 0x03,
-  AW_T_EXITED = 0x04,
-  AW_T_RESULT = 0x05,
-  AW_T_ERROR = 0x06,
-  /* both directions */
-  AW_T_DATA = 0x07,
-  AW_T_WINDOW = 0x08,
-  /* host -> agent */
-  AW_T_HOST_HELLO = 0x20,
-  AW_T_PING = 0x21,
-  AW_T_CANCEL = 0x22,
-  AW_T_EXEC = 0x23,
-  AW_T_READ = 0x24,
-  AW_T_WRITE = 0x25,
-  AW_T_MKDIR = 0x26,
-  AW_T_LIST = 0x27,
-  AW_T_PORT_WAIT = 0x28,
-  AW_T_SIGNAL = 0x29,
-  AW_T_GROUP_ALIVE = 0x2A,
-};
+/* ---- frame types ----
+ * AW_FRAME_TYPES(T): T(NAME, code, sender), sender AGENT, HOST or BOTH. The enum, the
+ * names (aw_type_name), which side may send each type (aw_frame_parse) and PROTOCOL.md's
+ * "Frames" table (test/unit/agent-protocol.test.js) come from this one list. */
+#define AW_FRAME_TYPES(T) \
+  T(HELLO, 0x01, AGENT)   \
+  T(PONG, 0x02, AGENT)    \
+  T(STARTED, 0x03, AGENT) \
+  T(EXITED, 0x04, AGENT)  \
+  T(RESULT, 0x05, AGENT)  \
+  T(ERROR, 0x06, AGENT)   \
+  T(DATA, 0x07, BOTH)     \
+  T(WINDOW, 0x08, BOTH)   \
+  T(HOST_HELLO, 0x20, HOST) \
+  T(PING, 0x21, HOST)     \
+  T(CANCEL, 0x22, HOST)   \
+  T(EXEC, 0x23, HOST)     \
+  T(READ, 0x24, HOST)     \
+  T(WRITE, 0x25, HOST)    \
+  T(MKDIR, 0x26, HOST)    \
+  T(LIST, 0x27, HOST)     \
+  T(PORT_WAIT, 0x28, HOST) \
+  T(SIGNAL, 0x29, HOST)   \
+  T(GROUP_ALIVE, 0x2A, HOST)
+
+#define AW_TYPE_ENUM_(name, code, sender) AW_T_##name = code,
+enum { AW_FRAME_TYPES(AW_TYPE_ENUM_) };
+#undef AW_TYPE_ENUM_
 
 /* Header flags. */
 #define AW_F_END 0x01u /* DATA only: the last frame of this stream */
@@ -126,34 +129,37 @@ enum { AW_EXIT_CODE = 0, AW_EXIT_SIGNAL = 1 };
 /* LIST record types. */
 enum { AW_ENT_UNKNOWN = 0, AW_ENT_FILE = 1, AW_ENT_DIR = 2, AW_ENT_SYMLINK = 3, AW_ENT_OTHER = 4 };
 
-/* ERROR kinds (PROTOCOL.md "Errors"). */
-enum {
-  AW_E_PROTOCOL = 1,         /* malformed frame or payload */
-  AW_E_UNSUPPORTED = 2,      /* unknown request type or flag */
-  AW_E_LIMIT = 3,            /* a bound exceeded; value = the bound */
-  AW_E_INVALID = 4,          /* a field's value is not acceptable */
-  AW_E_DUPLICATE_ID = 5,     /* id already in flight */
-  AW_E_NOT_FOUND = 6,
-  AW_E_SYMLINK = 7,          /* detail = the path up to the symlink */
-  AW_E_NOT_REGULAR = 8,
-  AW_E_IS_DIRECTORY = 9,
-  AW_E_NOT_DIRECTORY = 10,
-  AW_E_TOO_LARGE = 11,       /* value = the file's size */
-  AW_E_PERMISSION = 12,
-  AW_E_IO = 13,              /* any other errno */
-  AW_E_SPAWN = 14,           /* stage says where; errno says why */
-  AW_E_CANCELLED = 15,
-  AW_E_LENGTH_MISMATCH = 16, /* value = bytes received */
-  AW_E_RESOURCES = 17,       /* ENOMEM, EMFILE, ENFILE, EAGAIN from fork */
-  AW_E_FLOW_CONTROL = 18,    /* more data than credit */
-  AW_E_NO_WORKDIR = 19,      /* the workdir could not be opened */
-  AW_E_OUTSIDE = 20,         /* absolute path or ".." */
-  AW_E_READ_ONLY = 21,       /* EROFS */
-  AW_E_NO_SPACE = 22,        /* ENOSPC, EDQUOT */
-  AW_E_SHUTDOWN = 23,        /* the agent is exiting */
-  AW_E_VERSION = 24,         /* no common protocol version */
-  AW_E_KIND_MAX = 24,
-};
+/* ERROR kinds (PROTOCOL.md "Errors"): E(NAME, code, "wire name"). The enum and
+ * aw_error_name come from this list, and so do the tests' names (test/agent/lib/table.js). */
+#define AW_ERROR_KINDS(E)                                              \
+  E(PROTOCOL, 1, "protocol")               /* malformed frame or payload */ \
+  E(UNSUPPORTED, 2, "unsupported")         /* unknown request type or flag */ \
+  E(LIMIT, 3, "limit")                     /* a bound exceeded; value = the bound */ \
+  E(INVALID, 4, "invalid")                 /* a field's value is not acceptable */ \
+  E(DUPLICATE_ID, 5, "duplicate_id")       /* id already in flight */ \
+  E(NOT_FOUND, 6, "not_found")                                      \
+  E(SYMLINK, 7, "symlink")                 /* detail = the path up to the symlink */ \
+  E(NOT_REGULAR, 8, "not_regular")                                  \
+  E(IS_DIRECTORY, 9, "is_directory")                                \
+  E(NOT_DIRECTORY, 10, "not_directory")                             \
+  E(TOO_LARGE, 11, "too_large")            /* value = the file's size */ \
+  E(PERMISSION, 12, "permission")                                   \
+  E(IO, 13, "io")                          /* any other errno */    \
+  E(SPAWN, 14, "spawn_failed")             /* stage says where; errno says why */ \
+  E(CANCELLED, 15, "cancelled")                                     \
+  E(LENGTH_MISMATCH, 16, "length_mismatch") /* value = bytes received */ \
+  E(RESOURCES, 17, "resources")            /* ENOMEM, EMFILE, ENFILE, EAGAIN from fork */ \
+  E(FLOW_CONTROL, 18, "flow_control")      /* more data than credit */ \
+  E(NO_WORKDIR, 19, "no_workdir")          /* the workdir could not be opened */ \
+  E(OUTSIDE, 20, "outside")                /* absolute path or ".." */ \
+  E(READ_ONLY, 21, "read_only")            /* EROFS */              \
+  E(NO_SPACE, 22, "no_space")              /* ENOSPC, EDQUOT */     \
+  E(SHUTDOWN, 23, "shutdown")              /* the agent is exiting */ \
+  E(VERSION, 24, "version")                /* no common protocol version */
+
+#define AW_ERROR_ENUM_(name, code, wire) AW_E_##name = code,
+enum { AW_ERROR_KINDS(AW_ERROR_ENUM_) };
+#undef AW_ERROR_ENUM_
 
 /* ERROR stage for AW_E_SPAWN. */
 enum { AW_STAGE_NONE = 0, AW_STAGE_CWD = 1, AW_STAGE_EXEC = 2, AW_STAGE_SETUP = 3, AW_STAGE_FORK = 4 };
@@ -235,149 +241,246 @@ size_t aw_w_begin(aw_writer_t *w, uint8_t type, uint8_t flags, uint8_t stream, u
 /* Patches the frame's length: AW_OK, AW_ERR_OVERFLOW, or AW_ERR_FRAME_SIZE. */
 int aw_w_end(aw_writer_t *w, size_t start);
 
-/* ---- messages (PROTOCOL.md "Messages": field order there is the byte order here) ---- */
+/* ---- messages: the table (PROTOCOL.md "Messages") ----
+ *
+ * AW_MESSAGES(M) has one row per payload layout:
+ *   M(name, TYPE, sender, struct, encoder's struct, FIELDS, check)
+ * and FIELDS(F) lists the payload's fields in byte order, F(kind, member, a, b):
+ *   U8 U16 U32 I32     a number; outside a..b: AW_ERR_VALUE
+ *   U32L               a number; below a: AW_ERR_VALUE, above b: AW_ERR_LIMIT (a bound)
+ *   U64 I64            a number, any value (a, b unused)
+ *   MASK8 MASK16 MASK32  flag bits; a bit outside the mask a: AW_ERR_VALUE
+ *   ZERO8 ZERO16       reserved bytes, no member; not zero: AW_ERR_VALUE
+ *   BLOB               u32 length then the bytes: over a bytes AW_ERR_LIMIT (checked before
+ *                      the bytes are looked at); with b = 1 a NUL byte is AW_ERR_NUL
+ *   ARGV ENVS          u32 count (a..b: below AW_ERR_VALUE, above AW_ERR_LIMIT), then that
+ *                      many blobs of at most AW_MAX_ARG_LEN bytes without NUL; ARGV's first
+ *                      is not empty, each ENVS string is NAME=value with a non-empty NAME
+ * `check` is what no single field can say (a relation between fields), run last.
+ *
+ * From each row come: the struct (members in field order, none for ZERO fields; lists as
+ * aw_list_t, in the encoder's struct as an array and its `_count`), aw_dec_<name> (every
+ * field read, no byte left over, then each field's rule in order, then `check`) and
+ * aw_put_<name> (a whole frame, header included; for what the agent sends, BLOB lengths
+ * are bounded first: AW_ERR_LIMIT). test/agent/lib/wire.js reads this table to make the
+ * tests' codec, and test/unit/agent-protocol.test.js checks PROTOCOL.md's tables against
+ * it. A new message is a row here, its FIELDS, and its section in PROTOCOL.md.
+ *
+ * DATA, WINDOW, PING/PONG and CANCEL are framing (a stream, an opaque or empty payload)
+ * and are coded by hand below the table; so are LIST's records inside DATA. */
 
-typedef struct aw_hello {
-  uint32_t magic;
-  uint16_t version_min, version_max;
-  uint32_t max_payload, max_data, in_window, max_requests;
-  uint32_t caps;
-  uint32_t pid, uid, gid;
-  uint32_t heartbeat_ms;
-  aw_bytes_t build; /* <= AW_MAX_BUILD */
-  aw_bytes_t arch;  /* <= AW_MAX_BUILD */
-} aw_hello_t;
+#define AW_PID_LIMIT 4194304u /* Linux PID_MAX_LIMIT */
 
-typedef struct aw_host_hello {
-  uint16_t version_min, version_max;
-  uint32_t flags; /* 0 */
-} aw_host_hello_t;
+#define AW_HELLO_FIELDS(F)                          \
+  F(U32, magic, AW_MAGIC, AW_MAGIC)                 \
+  F(U16, version_min, 1, 0xffff)                    \
+  F(U16, version_max, 1, 0xffff)                    \
+  F(U32, max_payload, 4096, AW_MAX_PAYLOAD)         \
+  F(U32, max_data, 1024, AW_MAX_DATA)               \
+  F(U32, in_window, 1, AW_MAX_WINDOW)               \
+  F(U32, max_requests, 1, AW_MAX_REQUESTS)          \
+  F(U32, caps, 0, 0xffffffff)                       \
+  F(U32, pid, 0, 0xffffffff)                        \
+  F(U32, uid, 0, 0xffffffff)                        \
+  F(U32, gid, 0, 0xffffffff)                        \
+  F(U32, heartbeat_ms, 0, 0xffffffff)               \
+  F(BLOB, build, AW_MAX_BUILD, 1)                   \
+  F(BLOB, arch, AW_MAX_BUILD, 1)
 
-typedef struct aw_error {
-  uint16_t kind;
-  uint8_t stage;
-  int32_t err; /* errno (Linux numbering), 0 if none */
-  uint64_t value;
-  aw_bytes_t detail; /* <= AW_MAX_DETAIL, bytes (may be any bytes: path names) */
-} aw_error_t;
+#define AW_HOST_HELLO_FIELDS(F)                     \
+  F(U16, version_min, 1, 0xffff)                    \
+  F(U16, version_max, 1, 0xffff)                    \
+  F(U32, flags, 0, 0)
 
-typedef struct aw_started {
-  uint32_t pid, pgid;
-} aw_started_t;
+#define AW_ERROR_FIELDS(F)                          \
+  F(U16, kind, 1, 0xffff)                           \
+  F(U8, stage, 0, AW_STAGE_FORK)                    \
+  F(ZERO8, reserved, 0, 0)                          \
+  F(I32, err, 0, 4095)                              \
+  F(U64, value, 0, 0)                               \
+  F(BLOB, detail, AW_MAX_DETAIL, 0)
 
-/* EXITED carries how..code (8 bytes); exec RESULT carries all of it (32 bytes). */
-typedef struct aw_exit {
-  uint8_t how;    /* AW_EXIT_CODE or AW_EXIT_SIGNAL */
-  uint8_t signal; /* 1..64 when how is AW_EXIT_SIGNAL, else 0 */
-  uint8_t flags;  /* AW_EXITF_* */
-  int32_t code;   /* exit status, or 128 + signal */
-  uint64_t out_bytes, err_bytes, duration_us;
-} aw_exit_t;
+#define AW_STARTED_FIELDS(F)                        \
+  F(U32, pid, 2, AW_PID_LIMIT)                      \
+  F(U32, pgid, 2, AW_PID_LIMIT)
 
-typedef struct aw_exec_req {
-  uint32_t flags, timeout_ms, window;
-  aw_bytes_t cwd; /* empty: the agent's workdir */
-  aw_list_t argv;
-  aw_list_t env;
-} aw_exec_req_t;
+#define AW_EXITED_FIELDS(F)                         \
+  F(U8, how, AW_EXIT_CODE, AW_EXIT_SIGNAL)          \
+  F(U8, signal, 0, 64)                              \
+  F(MASK8, flags, AW_EXITF_ALL, 0)                  \
+  F(ZERO8, reserved, 0, 0)                          \
+  F(I32, code, 0, 255)
 
-/* The encoder's form of an EXEC request. */
-typedef struct aw_exec_enc {
-  uint32_t flags, timeout_ms, window;
-  aw_bytes_t cwd;
-  const aw_bytes_t *argv;
-  uint32_t argc;
-  const aw_bytes_t *env;
-  uint32_t envc;
-} aw_exec_enc_t;
+#define AW_EXEC_RESULT_FIELDS(F)                    \
+  AW_EXITED_FIELDS(F)                               \
+  F(U64, out_bytes, 0, 0)                           \
+  F(U64, err_bytes, 0, 0)                           \
+  F(U64, duration_us, 0, 0)
 
-typedef struct aw_read_req {
-  uint64_t max_bytes; /* 0: no limit */
-  uint32_t window, flags;
-  aw_bytes_t path;
-} aw_read_req_t;
-typedef struct aw_read_res {
-  uint64_t bytes;
-  uint32_t mode, flags;
-  int64_t mtime_ns;
-} aw_read_res_t;
+#define AW_EXEC_FIELDS(F)                           \
+  F(MASK32, flags, AW_EXEC_FLAGS_ALL, 0)            \
+  F(U32, timeout_ms, 0, 0xffffffff)                 \
+  F(U32, window, 0, AW_MAX_WINDOW)                  \
+  F(BLOB, cwd, AW_MAX_PATH, 1)                      \
+  F(ARGV, argv, 1, AW_MAX_ARGC)                     \
+  F(ENVS, env, 0, AW_MAX_ENVC)
 
-typedef struct aw_write_req {
-  uint64_t length;
-  uint32_t mode, flags; /* mode 0: 0644 */
-  aw_bytes_t path;
-} aw_write_req_t;
-typedef struct aw_write_res {
-  uint64_t bytes;
-  uint32_t mode;
-} aw_write_res_t;
+#define AW_READ_FIELDS(F)                           \
+  F(U64, max_bytes, 0, 0)                           \
+  F(U32, window, 0, AW_MAX_WINDOW)                  \
+  F(U32, flags, 0, 0)                               \
+  F(BLOB, path, AW_MAX_PATH, 1)
 
-typedef struct aw_mkdir_req {
-  uint32_t mode, flags; /* mode 0: 0755 */
-  aw_bytes_t path;
-} aw_mkdir_req_t;
-typedef struct aw_mkdir_res {
-  uint8_t created;
-} aw_mkdir_res_t;
+#define AW_READ_RESULT_FIELDS(F)                    \
+  F(U64, bytes, 0, 0)                               \
+  F(U32, mode, 0, 0xffffffff)                       \
+  F(MASK32, flags, AW_READF_TRUNCATED, 0)           \
+  F(I64, mtime_ns, 0, 0)
 
-typedef struct aw_list_req {
-  uint32_t max_entries, window, flags;
-  aw_bytes_t path;
-} aw_list_req_t;
-typedef struct aw_list_res {
-  uint32_t count, flags;
-} aw_list_res_t;
-typedef struct aw_entry {
-  uint8_t type;
-  uint32_t mode;
-  uint64_t size;
-  int64_t mtime_ns;
-  aw_bytes_t name; /* 1..AW_MAX_NAME bytes, no '/' and no NUL */
-} aw_entry_t;
+#define AW_WRITE_FIELDS(F)                          \
+  F(U64, length, 0, 0)                              \
+  F(U32, mode, 0, 07777)                            \
+  F(MASK32, flags, AW_WRITE_FLAGS_ALL, 0)           \
+  F(BLOB, path, AW_MAX_PATH, 1)
 
-typedef struct aw_port_req {
-  uint16_t port;
-  uint16_t flags;
-  uint32_t timeout_ms, interval_ms;
-} aw_port_req_t;
-typedef struct aw_port_res {
-  uint8_t found;
-  uint8_t families;
-  uint32_t waited_ms;
-} aw_port_res_t;
+#define AW_WRITE_RESULT_FIELDS(F)                   \
+  F(U64, bytes, 0, 0)                               \
+  F(U32, mode, 0, 0xffffffff)
 
-typedef struct aw_signal_req {
-  int32_t pgid;
-  uint8_t signal;
-  uint8_t flags;
-} aw_signal_req_t;
-typedef struct aw_signal_res {
-  uint8_t delivered;
-  uint32_t count; /* processes signalled (tree mode), or 0/1 */
-} aw_signal_res_t;
+#define AW_MKDIR_FIELDS(F)                          \
+  F(U32, mode, 0, 07777)                            \
+  F(MASK32, flags, AW_MKDIR_FLAGS_ALL, 0)           \
+  F(BLOB, path, AW_MAX_PATH, 1)
 
-typedef struct aw_alive_req {
-  int32_t pgid;
-} aw_alive_req_t;
-typedef struct aw_alive_res {
-  uint8_t alive;
-  uint32_t members; /* live (non-zombie) members, AW_UNKNOWN without /proc */
-  uint32_t zombies;
-} aw_alive_res_t;
+#define AW_MKDIR_RESULT_FIELDS(F)                   \
+  F(U8, created, 0, 1)
+
+#define AW_LIST_FIELDS(F)                           \
+  F(U32L, max_entries, 1, AW_MAX_LIST_ENTRIES)      \
+  F(U32, window, 0, AW_MAX_WINDOW)                  \
+  F(U32, flags, 0, 0)                               \
+  F(BLOB, path, AW_MAX_PATH, 1)
+
+#define AW_LIST_RESULT_FIELDS(F)                    \
+  F(U32, count, 0, AW_MAX_LIST_ENTRIES)             \
+  F(MASK32, flags, AW_LISTF_TRUNCATED, 0)
+
+#define AW_PORT_WAIT_FIELDS(F)                      \
+  F(U16, port, 1, 0xffff)                           \
+  F(MASK16, flags, AW_PORT_V4 | AW_PORT_V6, 0)      \
+  F(U32L, timeout_ms, 0, AW_MAX_TIMEOUT_MS)         \
+  F(U32L, interval_ms, 0, AW_MAX_TIMEOUT_MS)
+
+#define AW_PORT_RESULT_FIELDS(F)                    \
+  F(U8, found, 0, 1)                                \
+  F(MASK8, families, AW_PORT_V4 | AW_PORT_V6, 0)    \
+  F(ZERO16, reserved, 0, 0)                         \
+  F(U32, waited_ms, 0, 0xffffffff)
+
+#define AW_SIGNAL_FIELDS(F)                         \
+  F(I32, pgid, INT32_MIN, INT32_MAX)                \
+  F(U8, signal, 1, 64)                              \
+  F(MASK8, flags, AW_SIGNAL_FLAGS_ALL, 0)           \
+  F(ZERO16, reserved, 0, 0)
+
+#define AW_SIGNAL_RESULT_FIELDS(F)                  \
+  F(U8, delivered, 0, 1)                            \
+  F(ZERO8, reserved, 0, 0)                          \
+  F(ZERO16, reserved2, 0, 0)                        \
+  F(U32, count, 0, AW_PID_LIMIT)
+
+#define AW_GROUP_ALIVE_FIELDS(F)                    \
+  F(I32, pgid, INT32_MIN, INT32_MAX)
+
+/* members and zombies: live (non-zombie) members and zombies, AW_UNKNOWN without /proc */
 #define AW_UNKNOWN 0xffffffffu
+#define AW_ALIVE_RESULT_FIELDS(F)                   \
+  F(U8, alive, 0, 1)                                \
+  F(ZERO8, reserved, 0, 0)                          \
+  F(ZERO16, reserved2, 0, 0)                        \
+  F(U32, members, 0, 0xffffffff)                    \
+  F(U32, zombies, 0, 0xffffffff)
 
-/*
- * Payload decoders: each returns AW_OK or a negative AW_ERR_* and checks every length and
- * count against its bound, every enum against its range, and that no byte is left over.
- * Encoders (aw_put_*) write a whole frame, header included, and return AW_OK or an error.
- */
-int aw_dec_hello(const uint8_t *p, size_t len, aw_hello_t *m);
-int aw_put_hello(aw_writer_t *w, const aw_hello_t *m);
-int aw_dec_host_hello(const uint8_t *p, size_t len, aw_host_hello_t *m);
-int aw_put_host_hello(aw_writer_t *w, const aw_host_hello_t *m);
-int aw_dec_error(const uint8_t *p, size_t len, aw_error_t *m);
-int aw_put_error(aw_writer_t *w, uint32_t id, const aw_error_t *m);
-int aw_dec_window(const uint8_t *p, size_t len, uint32_t *increment);
+#define AW_MESSAGES(M)                                                                                \
+  M(hello, HELLO, AGENT, aw_hello_t, aw_hello_t, AW_HELLO_FIELDS, aw_check_hello)                     \
+  M(host_hello, HOST_HELLO, HOST, aw_host_hello_t, aw_host_hello_t, AW_HOST_HELLO_FIELDS,             \
+    aw_check_host_hello)                                                                              \
+  M(error, ERROR, AGENT, aw_error_t, aw_error_t, AW_ERROR_FIELDS, AW_NO_CHECK)                        \
+  M(started, STARTED, AGENT, aw_started_t, aw_started_t, AW_STARTED_FIELDS, AW_NO_CHECK)              \
+  M(exited, EXITED, AGENT, aw_exit_t, aw_exit_t, AW_EXITED_FIELDS, aw_check_exit)                     \
+  M(exec_result, RESULT, AGENT, aw_exit_t, aw_exit_t, AW_EXEC_RESULT_FIELDS, aw_check_exit)           \
+  M(exec, EXEC, HOST, aw_exec_req_t, aw_exec_enc_t, AW_EXEC_FIELDS, AW_NO_CHECK)                      \
+  M(read, READ, HOST, aw_read_req_t, aw_read_req_t, AW_READ_FIELDS, AW_NO_CHECK)                      \
+  M(read_result, RESULT, AGENT, aw_read_res_t, aw_read_res_t, AW_READ_RESULT_FIELDS, AW_NO_CHECK)     \
+  M(write, WRITE, HOST, aw_write_req_t, aw_write_req_t, AW_WRITE_FIELDS, AW_NO_CHECK)                 \
+  M(write_result, RESULT, AGENT, aw_write_res_t, aw_write_res_t, AW_WRITE_RESULT_FIELDS, AW_NO_CHECK) \
+  M(mkdir, MKDIR, HOST, aw_mkdir_req_t, aw_mkdir_req_t, AW_MKDIR_FIELDS, AW_NO_CHECK)                 \
+  M(mkdir_result, RESULT, AGENT, aw_mkdir_res_t, aw_mkdir_res_t, AW_MKDIR_RESULT_FIELDS, AW_NO_CHECK) \
+  M(list, LIST, HOST, aw_list_req_t, aw_list_req_t, AW_LIST_FIELDS, AW_NO_CHECK)                      \
+  M(list_result, RESULT, AGENT, aw_list_res_t, aw_list_res_t, AW_LIST_RESULT_FIELDS, AW_NO_CHECK)     \
+  M(port_wait, PORT_WAIT, HOST, aw_port_req_t, aw_port_req_t, AW_PORT_WAIT_FIELDS, aw_check_port_wait) \
+  M(port_result, RESULT, AGENT, aw_port_res_t, aw_port_res_t, AW_PORT_RESULT_FIELDS, aw_check_port_result) \
+  M(signal, SIGNAL, HOST, aw_signal_req_t, aw_signal_req_t, AW_SIGNAL_FIELDS, AW_NO_CHECK)            \
+  M(signal_result, RESULT, AGENT, aw_signal_res_t, aw_signal_res_t, AW_SIGNAL_RESULT_FIELDS, AW_NO_CHECK) \
+  M(group_alive, GROUP_ALIVE, HOST, aw_alive_req_t, aw_alive_req_t, AW_GROUP_ALIVE_FIELDS, AW_NO_CHECK) \
+  M(alive_result, RESULT, AGENT, aw_alive_res_t, aw_alive_res_t, AW_ALIVE_RESULT_FIELDS, aw_check_alive_result)
+
+/* The structs: members in field order (the C tests initialize them by position). */
+#define AW_MEMBER_(kind, member, a, b) AW_MEMBER_##kind(member)
+#define AW_MEMBER_U8(n) uint8_t n;
+#define AW_MEMBER_MASK8(n) uint8_t n;
+#define AW_MEMBER_U16(n) uint16_t n;
+#define AW_MEMBER_MASK16(n) uint16_t n;
+#define AW_MEMBER_U32(n) uint32_t n;
+#define AW_MEMBER_U32L(n) uint32_t n;
+#define AW_MEMBER_MASK32(n) uint32_t n;
+#define AW_MEMBER_I32(n) int32_t n;
+#define AW_MEMBER_U64(n) uint64_t n;
+#define AW_MEMBER_I64(n) int64_t n;
+#define AW_MEMBER_ZERO8(n)
+#define AW_MEMBER_ZERO16(n)
+#define AW_MEMBER_BLOB(n) aw_bytes_t n;
+#define AW_MEMBER_ARGV(n) aw_list_t n;
+#define AW_MEMBER_ENVS(n) aw_list_t n;
+/* The encoder's struct: lists as arrays. */
+#define AW_ENC_MEMBER_(kind, member, a, b) AW_ENC_MEMBER_##kind(member)
+#define AW_ENC_MEMBER_U32(n) uint32_t n;
+#define AW_ENC_MEMBER_MASK32(n) uint32_t n;
+#define AW_ENC_MEMBER_BLOB(n) aw_bytes_t n;
+#define AW_ENC_MEMBER_ARGV(n) const aw_bytes_t *n; uint32_t n##_count;
+#define AW_ENC_MEMBER_ENVS(n) const aw_bytes_t *n; uint32_t n##_count;
+
+typedef struct aw_hello { AW_HELLO_FIELDS(AW_MEMBER_) } aw_hello_t;
+typedef struct aw_host_hello { AW_HOST_HELLO_FIELDS(AW_MEMBER_) } aw_host_hello_t;
+typedef struct aw_error { AW_ERROR_FIELDS(AW_MEMBER_) } aw_error_t; /* err: errno (Linux), 0 if none */
+typedef struct aw_started { AW_STARTED_FIELDS(AW_MEMBER_) } aw_started_t;
+typedef struct aw_exit { AW_EXEC_RESULT_FIELDS(AW_MEMBER_) } aw_exit_t; /* EXITED: the first five */
+typedef struct aw_exec_req { AW_EXEC_FIELDS(AW_MEMBER_) } aw_exec_req_t;
+typedef struct aw_exec_enc { AW_EXEC_FIELDS(AW_ENC_MEMBER_) } aw_exec_enc_t;
+typedef struct aw_read_req { AW_READ_FIELDS(AW_MEMBER_) } aw_read_req_t;
+typedef struct aw_read_res { AW_READ_RESULT_FIELDS(AW_MEMBER_) } aw_read_res_t;
+typedef struct aw_write_req { AW_WRITE_FIELDS(AW_MEMBER_) } aw_write_req_t;
+typedef struct aw_write_res { AW_WRITE_RESULT_FIELDS(AW_MEMBER_) } aw_write_res_t;
+typedef struct aw_mkdir_req { AW_MKDIR_FIELDS(AW_MEMBER_) } aw_mkdir_req_t;
+typedef struct aw_mkdir_res { AW_MKDIR_RESULT_FIELDS(AW_MEMBER_) } aw_mkdir_res_t;
+typedef struct aw_list_req { AW_LIST_FIELDS(AW_MEMBER_) } aw_list_req_t;
+typedef struct aw_list_res { AW_LIST_RESULT_FIELDS(AW_MEMBER_) } aw_list_res_t;
+typedef struct aw_port_req { AW_PORT_WAIT_FIELDS(AW_MEMBER_) } aw_port_req_t;
+typedef struct aw_port_res { AW_PORT_RESULT_FIELDS(AW_MEMBER_) } aw_port_res_t;
+typedef struct aw_signal_req { AW_SIGNAL_FIELDS(AW_MEMBER_) } aw_signal_req_t;
+typedef struct aw_signal_res { AW_SIGNAL_RESULT_FIELDS(AW_MEMBER_) } aw_signal_res_t;
+typedef struct aw_alive_req { AW_GROUP_ALIVE_FIELDS(AW_MEMBER_) } aw_alive_req_t;
+typedef struct aw_alive_res { AW_ALIVE_RESULT_FIELDS(AW_MEMBER_) } aw_alive_res_t;
+
+/* Decoders return AW_OK or a negative AW_ERR_*; encoders write a whole frame. */
+#define AW_DECLARE_(name, type, sender, dec_t, enc_t, fields, check) \
+  int aw_dec_##name(const uint8_t *p, size_t len, dec_t *m);         \
+  int aw_put_##name(aw_writer_t *w, uint32_t id, const enc_t *m);
+AW_MESSAGES(AW_DECLARE_)
+#undef AW_DECLARE_
+
+/* ---- framing, by hand ---- */
+int aw_dec_window(const uint8_t *p, size_t len, uint32_t *increment); /* 1 ..= AW_MAX_WINDOW */
 int aw_put_window(aw_writer_t *w, uint32_t id, uint8_t stream, uint32_t increment);
 int aw_put_data(aw_writer_t *w, uint32_t id, uint8_t stream, uint8_t flags, const void *p, size_t len);
 int aw_dec_ping(const uint8_t *p, size_t len); /* PING and PONG: just the length bound */
@@ -385,54 +488,19 @@ int aw_put_ping(aw_writer_t *w, uint8_t type, uint32_t id, const void *p, size_t
 int aw_dec_cancel(const uint8_t *p, size_t len);
 int aw_put_cancel(aw_writer_t *w, uint32_t id);
 
-int aw_dec_started(const uint8_t *p, size_t len, aw_started_t *m);
-int aw_put_started(aw_writer_t *w, uint32_t id, const aw_started_t *m);
-int aw_dec_exited(const uint8_t *p, size_t len, aw_exit_t *m);
-int aw_put_exited(aw_writer_t *w, uint32_t id, const aw_exit_t *m);
-int aw_dec_exec_result(const uint8_t *p, size_t len, aw_exit_t *m);
-int aw_put_exec_result(aw_writer_t *w, uint32_t id, const aw_exit_t *m);
-int aw_dec_exec(const uint8_t *p, size_t len, aw_exec_req_t *m);
-int aw_put_exec(aw_writer_t *w, uint32_t id, const aw_exec_enc_t *m);
-
-int aw_dec_read(const uint8_t *p, size_t len, aw_read_req_t *m);
-int aw_put_read(aw_writer_t *w, uint32_t id, const aw_read_req_t *m);
-int aw_dec_read_result(const uint8_t *p, size_t len, aw_read_res_t *m);
-int aw_put_read_result(aw_writer_t *w, uint32_t id, const aw_read_res_t *m);
-
-int aw_dec_write(const uint8_t *p, size_t len, aw_write_req_t *m);
-int aw_put_write(aw_writer_t *w, uint32_t id, const aw_write_req_t *m);
-int aw_dec_write_result(const uint8_t *p, size_t len, aw_write_res_t *m);
-int aw_put_write_result(aw_writer_t *w, uint32_t id, const aw_write_res_t *m);
-
-int aw_dec_mkdir(const uint8_t *p, size_t len, aw_mkdir_req_t *m);
-int aw_put_mkdir(aw_writer_t *w, uint32_t id, const aw_mkdir_req_t *m);
-int aw_dec_mkdir_result(const uint8_t *p, size_t len, aw_mkdir_res_t *m);
-int aw_put_mkdir_result(aw_writer_t *w, uint32_t id, const aw_mkdir_res_t *m);
-
-int aw_dec_list(const uint8_t *p, size_t len, aw_list_req_t *m);
-int aw_put_list(aw_writer_t *w, uint32_t id, const aw_list_req_t *m);
-int aw_dec_list_result(const uint8_t *p, size_t len, aw_list_res_t *m);
-int aw_put_list_result(aw_writer_t *w, uint32_t id, const aw_list_res_t *m);
+/* LIST records (inside DATA): type, reserved, u16 name length, mode, size, mtime, name. */
+typedef struct aw_entry {
+  uint8_t type;
+  uint32_t mode;
+  uint64_t size;
+  int64_t mtime_ns;
+  aw_bytes_t name; /* 1..AW_MAX_NAME bytes, no '/' and no NUL */
+} aw_entry_t;
 /* Records inside a LIST DATA payload: the next one from *p (advanced past it). Returns 1
  * and *e, 0 when *len is 0, or a negative AW_ERR_* (a record cut or invalid). */
 int aw_entry_next(const uint8_t **p, size_t *len, aw_entry_t *e);
 int aw_put_entry(aw_writer_t *w, const aw_entry_t *e); /* a record, no header */
 size_t aw_entry_size(const aw_entry_t *e);
-
-int aw_dec_port_wait(const uint8_t *p, size_t len, aw_port_req_t *m);
-int aw_put_port_wait(aw_writer_t *w, uint32_t id, const aw_port_req_t *m);
-int aw_dec_port_result(const uint8_t *p, size_t len, aw_port_res_t *m);
-int aw_put_port_result(aw_writer_t *w, uint32_t id, const aw_port_res_t *m);
-
-int aw_dec_signal(const uint8_t *p, size_t len, aw_signal_req_t *m);
-int aw_put_signal(aw_writer_t *w, uint32_t id, const aw_signal_req_t *m);
-int aw_dec_signal_result(const uint8_t *p, size_t len, aw_signal_res_t *m);
-int aw_put_signal_result(aw_writer_t *w, uint32_t id, const aw_signal_res_t *m);
-
-int aw_dec_group_alive(const uint8_t *p, size_t len, aw_alive_req_t *m);
-int aw_put_group_alive(aw_writer_t *w, uint32_t id, const aw_alive_req_t *m);
-int aw_dec_alive_result(const uint8_t *p, size_t len, aw_alive_res_t *m);
-int aw_put_alive_result(aw_writer_t *w, uint32_t id, const aw_alive_res_t *m);
 
 /* 1 when p[0..len) holds a NUL byte. */
 int aw_has_nul(const uint8_t *p, size_t len);

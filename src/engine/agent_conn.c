@@ -223,7 +223,7 @@ static int put_ping(aw_writer_t *w, void *arg) {
 static int put_host_hello(aw_writer_t *w, void *arg) {
   (void)arg;
   aw_host_hello_t m = {AW_VERSION, AW_VERSION, 0};
-  return aw_put_host_hello(w, &m);
+  return aw_put_host_hello(w, 0, &m);
 }
 
 /* Sends what the agent's credit allows of a request's host -> agent stream, and only while

@@ -241,9 +241,9 @@ int agent_exec_msg_init(agent_exec_msg_t *x, const exec_spec_t *s, uint32_t flag
   e->window = window;
   e->cwd = (aw_bytes_t){(const uint8_t *)s->workdir, (uint32_t)strlen(s->workdir)};
   e->argv = x->argv;
-  e->argc = (uint32_t)s->argc;
+  e->argv_count = (uint32_t)s->argc;
   e->env = x->env;
-  e->envc = (uint32_t)s->envc;
+  e->env_count = (uint32_t)s->envc;
   return 0;
 }
 

@@ -74,7 +74,7 @@ static void from_agent(const aw_header_t *h, const uint8_t *p, size_t len) {
   case AW_T_HELLO: {
     aw_hello_t m;
     if (aw_dec_hello(p, len, &m) == AW_OK) {
-      FUZZ_CHECK(aw_put_hello(&w, &m) == AW_OK, "HELLO does not re-encode");
+      FUZZ_CHECK(aw_put_hello(&w, 0, &m) == AW_OK, "HELLO does not re-encode");
       same_payload("HELLO", &w, p, len);
     }
     break;
@@ -194,7 +194,7 @@ static void from_host(const aw_header_t *h, const uint8_t *p, size_t len) {
   case AW_T_HOST_HELLO: {
     aw_host_hello_t m;
     if (aw_dec_host_hello(p, len, &m) == AW_OK) {
-      FUZZ_CHECK(aw_put_host_hello(&w, &m) == AW_OK, "HOST_HELLO");
+      FUZZ_CHECK(aw_put_host_hello(&w, 0, &m) == AW_OK, "HOST_HELLO");
       same_payload("HOST_HELLO", &w, p, len);
     }
     break;

@@ -92,7 +92,7 @@ static int hello(void) {
 #endif
   aw_writer_t w;
   aw_w_init(&w, out, sizeof(out));
-  aw_put_hello(&w, &m);
+  aw_put_hello(&w, 0, &m);
   return send_writer(&w);
 }
 

@@ -112,7 +112,7 @@ static void test_roundtrips(void) {
   aw_hello_t hello = {AW_MAGIC, 1, 1, AW_MAX_PAYLOAD, AW_MAX_DATA, AW_IN_WINDOW, AW_MAX_REQUESTS, 0x0f, 1234, 1000,
                       1000, 30000, B("0123456789abcdef"), B("x86_64")};
   aw_w_init(&w, buf, sizeof(buf));
-  CHECK(aw_put_hello(&w, &hello) == AW_OK, "put hello");
+  CHECK(aw_put_hello(&w, 0, &hello) == AW_OK, "put hello");
   CHECK(frame_of(w.len, AW_FROM_AGENT, &h, &p) == 0 && h.type == AW_T_HELLO && h.id == 0, "hello frame");
   aw_hello_t hello2;
   CHECK(aw_dec_hello(p, h.len, &hello2) == AW_OK, "dec hello");
@@ -126,7 +126,7 @@ static void test_roundtrips(void) {
 
   aw_host_hello_t hh = {1, 3, 0}, hh2;
   aw_w_init(&w, buf, sizeof(buf));
-  CHECK(aw_put_host_hello(&w, &hh) == AW_OK, "put host hello");
+  CHECK(aw_put_host_hello(&w, 0, &hh) == AW_OK, "put host hello");
   CHECK(frame_of(w.len, AW_FROM_HOST, &h, &p) == 0, "host hello frame");
   CHECK(aw_dec_host_hello(p, h.len, &hh2) == AW_OK && hh2.version_max == 3, "dec host hello");
   truncations("host_hello", p, h.len, d_host_hello, &hh2);

@@ -1,6 +1,8 @@
 // A small JavaScript implementation of the agent protocol (src/agent/PROTOCOL.md), for the
 // tests only: encoders of the host's frames and strict decoders of the agent's, bounded as
-// the host must bound them ("Host obligations").
+// the host must bound them ("Host obligations"). Every message's layout and bounds come
+// from the table the C codec is made from (table.js).
+import { camel, table } from "./table.js";
 
 export const HEADER = 12;
 export const MAX_PAYLOAD = 1 << 20;
@@ -8,40 +10,16 @@ export const MAX_DATA = 65536;
 export const IN_WINDOW = 262144;
 export const MAX_WINDOW = 0x7fffffff;
 
-export const T = {
-  HELLO: 0x01,
-  PONG: 0x02,
-  STARTED: 0x03,
-  EXITED: 0x04,
-  RESULT: 0x05,
-  ERROR: 0x06,
-  DATA: 0x07,
-  WINDOW: 0x08,
-  HOST_HELLO: 0x20,
-  PING: 0x21,
-  CANCEL: 0x22,
-  EXEC: 0x23,
-  READ: 0x24,
-  WRITE: 0x25,
-  MKDIR: 0x26,
-  LIST: 0x27,
-  PORT_WAIT: 0x28,
-  SIGNAL: 0x29,
-  GROUP_ALIVE: 0x2a,
-};
+// Frame types and error names come from the protocol's table (table.js reads agent_wire.h).
+export const T = Object.fromEntries(Object.values(table.types).map((t) => [t.name, t.code]));
 export const S = { NONE: 0, IN: 1, OUT: 2, ERR: 3 };
 export const F_END = 1;
 export const EXEC_DETACHED = 1;
 export const EXEC_STDIN = 2;
 export const EXITF = { TIMED_OUT: 1, CANCELLED: 2, OUTPUT_CUT: 4, CORE: 8 };
 export const ENT = { 0: "unknown", 1: "file", 2: "directory", 3: "symlink", 4: "other" };
-export const ERRORS = [
-  "unknown", "protocol", "unsupported", "limit", "invalid", "duplicate_id", "not_found", "symlink",
-  "not_regular", "is_directory", "not_directory", "too_large", "permission", "io", "spawn_failed",
-  "cancelled", "length_mismatch", "resources", "flow_control", "no_workdir", "outside", "read_only",
-  "no_space", "shutdown", "version",
-];
-const AGENT_TYPES = new Set([T.HELLO, T.PONG, T.STARTED, T.EXITED, T.RESULT, T.ERROR, T.DATA, T.WINDOW]);
+export const ERRORS = table.errors;
+const AGENT_TYPES = new Set(Object.values(table.types).filter((t) => t.sender !== "HOST").map((t) => t.code));
 
 export function header(len, type, { flags = 0, stream = 0, reserved = 0, id = 0 } = {}) {
   const b = Buffer.alloc(HEADER);
@@ -91,6 +69,12 @@ class W {
     this.parts.push(b);
     return this;
   }
+  i64(v) {
+    const b = Buffer.alloc(8);
+    b.writeBigInt64BE(BigInt(v));
+    this.parts.push(b);
+    return this;
+  }
   blob(v) {
     const b = typeof v === "string" ? Buffer.from(v) : Buffer.from(v);
     this.u32(b.length);
@@ -101,34 +85,6 @@ class W {
     return Buffer.concat(this.parts);
   }
 }
-
-export const enc = {
-  hostHello: (min = 1, max = 1, flags = 0) => frame(T.HOST_HELLO, 0, new W().u16(min).u16(max).u32(flags).done()),
-  ping: (id, data = Buffer.alloc(0)) => frame(T.PING, id, Buffer.from(data)),
-  cancel: (id) => frame(T.CANCEL, id),
-  data: (id, bytes, end = false) => frame(T.DATA, id, Buffer.from(bytes), { stream: S.IN, flags: end ? F_END : 0 }),
-  window: (id, stream, inc) => frame(T.WINDOW, id, new W().u32(inc).done(), { stream }),
-  exec: (id, { argv, env = [], cwd = "", flags = 0, timeoutMs = 0, window = 1 << 20 }) => {
-    const w = new W().u32(flags).u32(timeoutMs).u32(window).blob(cwd).u32(argv.length);
-    for (const a of argv) w.blob(a);
-    w.u32(env.length);
-    for (const e of env) w.blob(e);
-    return frame(T.EXEC, id, w.done());
-  },
-  read: (id, { path, maxBytes = 0, window = 1 << 20, flags = 0 }) =>
-    frame(T.READ, id, new W().u64(maxBytes).u32(window).u32(flags).blob(path).done()),
-  write: (id, { path, length, mode = 0, flags = 0 }) =>
-    frame(T.WRITE, id, new W().u64(length).u32(mode).u32(flags).blob(path).done()),
-  mkdir: (id, { path, mode = 0, parents = true }) =>
-    frame(T.MKDIR, id, new W().u32(mode).u32(parents ? 1 : 0).blob(path).done()),
-  list: (id, { path, maxEntries = 10000, window = 1 << 20, flags = 0 }) =>
-    frame(T.LIST, id, new W().u32(maxEntries).u32(window).u32(flags).blob(path).done()),
-  portWait: (id, { port, flags = 0, timeoutMs = 0, intervalMs = 0 }) =>
-    frame(T.PORT_WAIT, id, new W().u16(port).u16(flags).u32(timeoutMs).u32(intervalMs).done()),
-  signal: (id, { pgid, signal, tree = false }) =>
-    frame(T.SIGNAL, id, new W().i32(pgid).u8(signal).u8(tree ? 1 : 0).u16(0).done()),
-  groupAlive: (id, { pgid }) => frame(T.GROUP_ALIVE, id, new W().i32(pgid).done()),
-};
 
 // ---- strict decoding of the agent's bytes ----
 export class ProtocolError extends Error {}
@@ -188,6 +144,129 @@ class R {
   }
 }
 
+// ---- messages, as the table lays them out ----
+
+// A payload of the table's message `name` from `values` (camelCase members; a missing one
+// is 0, or empty). Nothing is checked: the tests send what the agent must refuse, too.
+export function encodePayload(name, values = {}) {
+  const msg = table.messages.get(name);
+  if (!msg) throw new Error(`no message ${name} in the table`);
+  const w = new W();
+  for (const f of msg.fields) {
+    const v = values[camel(f.member)];
+    switch (f.kind) {
+      case "U8": case "MASK8": w.u8(v ?? 0); break;
+      case "ZERO8": w.u8(v ?? 0); break;
+      case "U16": case "MASK16": case "ZERO16": w.u16(v ?? 0); break;
+      case "U32": case "U32L": case "MASK32": w.u32(v ?? 0); break;
+      case "I32": w.i32(v ?? 0); break;
+      case "U64": w.u64(v ?? 0); break;
+      case "I64": w.i64(v ?? 0); break;
+      case "BLOB": w.blob(v ?? ""); break;
+      case "ARGV": case "ENVS":
+        w.u32((v ?? []).length);
+        for (const s of v ?? []) w.blob(s);
+        break;
+      default: throw new Error(`field kind ${f.kind}`);
+    }
+  }
+  return w.done();
+}
+
+// What no single field says (the table's `check` column), as agent_wire.c has it.
+const CHECKS = {
+  AW_NO_CHECK: () => null,
+  aw_check_hello: (m) => (m.versionMin > m.versionMax || m.maxData > m.maxPayload ? "HELLO versions or sizes" : null),
+  aw_check_host_hello: (m) => (m.versionMin > m.versionMax ? "HOST_HELLO versions" : null),
+  aw_check_exit: (m) =>
+    (m.how === 0 ? m.signal !== 0 || m.flags & EXITF.CORE : m.signal < 1 || m.code !== 128 + m.signal)
+      ? `inconsistent exit ${m.how}/${m.signal}/${m.code}`
+      : null,
+  aw_check_port_wait: (m) => (m.intervalMs !== 0 && m.intervalMs < table.constant("AW_MIN_INTERVAL_MS") ? "interval" : null),
+  aw_check_port_result: (m) => ((m.found !== 0) !== (m.families !== 0) ? "found without families" : null),
+  aw_check_alive_result: (m) => {
+    const limit = table.constant("AW_PID_LIMIT");
+    const bad = (n) => n !== 0xffffffff && n > limit;
+    return bad(m.members) || bad(m.zombies) ? "member counts" : null;
+  },
+};
+
+// The payload of message `name`, decoded as strictly as the C decoder does: every field
+// read, nothing left over, each field's rule, then the check. Blobs are Buffers, lists
+// arrays of Buffers, u64 and i64 BigInts.
+export function decodePayload(name, payload) {
+  const msg = table.messages.get(name);
+  if (!msg) throw new Error(`no message ${name} in the table`);
+  const r = new R(payload);
+  const m = {};
+  const zero = [];
+  for (const f of msg.fields) {
+    const key = camel(f.member);
+    switch (f.kind) {
+      case "U8": case "MASK8": m[key] = r.u8(); break;
+      case "ZERO8": zero.push(r.u8()); break;
+      case "U16": case "MASK16": m[key] = r.u16(); break;
+      case "ZERO16": zero.push(r.u16()); break;
+      case "U32": case "U32L": case "MASK32": m[key] = r.u32(); break;
+      case "I32": m[key] = r.i32(); break;
+      case "U64": m[key] = r.u64(); break;
+      case "I64": m[key] = r.i64(); break;
+      case "BLOB": {
+        const b = r.blob(f.a);
+        if (f.b && b.includes(0)) throw new ProtocolError(`${name}.${f.member}: NUL byte`);
+        m[key] = b;
+        break;
+      }
+      case "ARGV": case "ENVS": {
+        const n = r.u32();
+        if (n > f.b) throw new ProtocolError(`${name}.${f.member}: ${n} strings over ${f.b}`);
+        if (n < f.a) throw new ProtocolError(`${name}.${f.member}: ${n} strings under ${f.a}`);
+        m[key] = [];
+        for (let i = 0; i < n; i++) {
+          const s = r.blob(table.constant("AW_MAX_ARG_LEN"));
+          if (s.includes(0)) throw new ProtocolError(`${name}.${f.member}: NUL byte`);
+          if (f.kind === "ARGV" && i === 0 && s.length === 0) throw new ProtocolError(`${name}.${f.member}: empty first string`);
+          if (f.kind === "ENVS" && s.indexOf(0x3d) < 1) throw new ProtocolError(`${name}.${f.member}: not NAME=value`);
+          m[key].push(s);
+        }
+        break;
+      }
+      default: throw new Error(`field kind ${f.kind}`);
+    }
+  }
+  r.end();
+  for (const f of msg.fields) {
+    const v = m[camel(f.member)];
+    const where = `${name}.${f.member} = ${v}`;
+    if (["U8", "U16", "U32", "I32"].includes(f.kind) && (v < f.a || v > f.b)) throw new ProtocolError(`${where} outside ${f.a}..${f.b}`);
+    if (f.kind === "U32L" && (v < f.a || v > f.b)) throw new ProtocolError(`${where} outside ${f.a}..${f.b}`);
+    if (f.kind.startsWith("MASK") && (v & ~f.a) !== 0) throw new ProtocolError(`${where}: bits outside ${f.a}`);
+  }
+  if (zero.some((z) => z !== 0)) throw new ProtocolError(`${name}: reserved bytes not zero`);
+  const why = CHECKS[msg.check](m);
+  if (why) throw new ProtocolError(`${name}: ${why}`);
+  return m;
+}
+
+const msgFrame = (name, id, values) => frame(T[table.messages.get(name).type], id, encodePayload(name, values));
+
+export const enc = {
+  hostHello: (min = 1, max = 1, flags = 0) => msgFrame("host_hello", 0, { versionMin: min, versionMax: max, flags }),
+  ping: (id, data = Buffer.alloc(0)) => frame(T.PING, id, Buffer.from(data)),
+  cancel: (id) => frame(T.CANCEL, id),
+  data: (id, bytes, end = false) => frame(T.DATA, id, Buffer.from(bytes), { stream: S.IN, flags: end ? F_END : 0 }),
+  window: (id, stream, inc) => frame(T.WINDOW, id, new W().u32(inc).done(), { stream }),
+  exec: (id, { argv, env = [], cwd = "", flags = 0, timeoutMs = 0, window = 1 << 20 }) =>
+    msgFrame("exec", id, { flags, timeoutMs, window, cwd, argv, env }),
+  read: (id, { path, maxBytes = 0, window = 1 << 20, flags = 0 }) => msgFrame("read", id, { maxBytes, window, flags, path }),
+  write: (id, { path, length, mode = 0, flags = 0 }) => msgFrame("write", id, { length, mode, flags, path }),
+  mkdir: (id, { path, mode = 0, parents = true }) => msgFrame("mkdir", id, { mode, flags: parents ? 1 : 0, path }),
+  list: (id, { path, maxEntries = 10000, window = 1 << 20, flags = 0 }) => msgFrame("list", id, { maxEntries, window, flags, path }),
+  portWait: (id, { port, flags = 0, timeoutMs = 0, intervalMs = 0 }) => msgFrame("port_wait", id, { port, flags, timeoutMs, intervalMs }),
+  signal: (id, { pgid, signal, tree = false }) => msgFrame("signal", id, { pgid, signal, flags: tree ? 1 : 0 }),
+  groupAlive: (id, { pgid }) => msgFrame("group_alive", id, { pgid }),
+};
+
 // Splits complete frames off the front of buf; throws on an invalid header.
 export function splitFrames(buf) {
   const frames = [];
@@ -221,6 +300,17 @@ export function splitFrames(buf) {
   return { frames, rest: buf.subarray(o) };
 }
 
+// The agent's messages as the tests read them (names and units of the tests' own).
+const exit = (m) => ({
+  signaled: m.how === 1,
+  signal: m.signal,
+  code: m.code,
+  flags: m.flags,
+  timedOut: !!(m.flags & EXITF.TIMED_OUT),
+  cancelled: !!(m.flags & EXITF.CANCELLED),
+  outputCut: !!(m.flags & EXITF.OUTPUT_CUT),
+});
+
 export const dec = {
   windowInc(p) {
     const r = new R(p);
@@ -230,96 +320,32 @@ export const dec = {
     return v;
   },
   hello(p) {
-    const r = new R(p);
-    const m = {
-      magic: r.u32(),
-      versionMin: r.u16(),
-      versionMax: r.u16(),
-      maxPayload: r.u32(),
-      maxData: r.u32(),
-      inWindow: r.u32(),
-      maxRequests: r.u32(),
-      caps: r.u32(),
-      pid: r.u32(),
-      uid: r.u32(),
-      gid: r.u32(),
-      heartbeatMs: r.u32(),
-    };
-    m.build = r.blob(128).toString("latin1");
-    m.arch = r.blob(128).toString("latin1");
-    r.end();
-    if (m.magic !== 0x414e5641) throw new ProtocolError("bad magic");
-    return m;
+    const m = decodePayload("hello", p);
+    return { ...m, build: m.build.toString("latin1"), arch: m.arch.toString("latin1") };
   },
   error(p) {
-    const r = new R(p);
-    const kind = r.u16();
-    const stage = r.u8();
-    if (r.u8() !== 0) throw new ProtocolError("ERROR reserved");
-    const errno = r.i32();
-    const value = r.u64();
-    const detail = Buffer.from(r.blob(8192));
-    r.end();
-    if (kind === 0 || errno < 0 || errno > 4095) throw new ProtocolError("ERROR values");
-    return { kind: ERRORS[kind] ?? `kind${kind}`, kindCode: kind, stage, errno, value, detail: detail.toString("utf8"), detailBytes: detail };
+    const m = decodePayload("error", p);
+    const detail = Buffer.from(m.detail);
+    return { kind: ERRORS[m.kind] ?? `kind${m.kind}`, kindCode: m.kind, stage: m.stage, errno: m.err, value: m.value, detail: detail.toString("utf8"), detailBytes: detail };
   },
-  started(p) {
-    const r = new R(p);
-    const m = { pid: r.u32(), pgid: r.u32() };
-    r.end();
-    if (m.pid < 2 || m.pgid < 2) throw new ProtocolError("STARTED pid");
-    return m;
-  },
-  exitHead(r) {
-    const how = r.u8();
-    const signal = r.u8();
-    const flags = r.u8();
-    if (r.u8() !== 0) throw new ProtocolError("exit reserved");
-    const code = r.i32();
-    if (how === 0 ? signal !== 0 || code < 0 || code > 255 : how !== 1 || signal < 1 || signal > 64 || code !== 128 + signal)
-      throw new ProtocolError(`inconsistent exit ${how}/${signal}/${code}`);
-    return { signaled: how === 1, signal, code, flags, timedOut: !!(flags & 1), cancelled: !!(flags & 2), outputCut: !!(flags & 4) };
-  },
-  exited(p) {
-    const r = new R(p);
-    const m = dec.exitHead(r);
-    r.end();
-    return m;
-  },
+  started: (p) => decodePayload("started", p),
+  exited: (p) => exit(decodePayload("exited", p)),
   execResult(p) {
-    const r = new R(p);
-    const m = dec.exitHead(r);
-    m.outBytes = Number(r.u64());
-    m.errBytes = Number(r.u64());
-    m.durationUs = Number(r.u64());
-    r.end();
-    return m;
+    const m = decodePayload("exec_result", p);
+    return { ...exit(m), outBytes: Number(m.outBytes), errBytes: Number(m.errBytes), durationUs: Number(m.durationUs) };
   },
   readResult(p) {
-    const r = new R(p);
-    const m = { bytes: Number(r.u64()), mode: r.u32(), flags: r.u32(), mtimeNs: r.i64() };
-    r.end();
-    m.truncated = !!(m.flags & 1);
-    return m;
+    const m = decodePayload("read_result", p);
+    return { bytes: Number(m.bytes), mode: m.mode, flags: m.flags, mtimeNs: m.mtimeNs, truncated: !!(m.flags & 1) };
   },
   writeResult(p) {
-    const r = new R(p);
-    const m = { bytes: Number(r.u64()), mode: r.u32() };
-    r.end();
-    return m;
+    const m = decodePayload("write_result", p);
+    return { bytes: Number(m.bytes), mode: m.mode };
   },
-  mkdirResult(p) {
-    const r = new R(p);
-    const m = { created: r.u8() };
-    r.end();
-    return m;
-  },
+  mkdirResult: (p) => decodePayload("mkdir_result", p),
   listResult(p) {
-    const r = new R(p);
-    const m = { count: r.u32(), flags: r.u32() };
-    r.end();
-    m.truncated = !!(m.flags & 1);
-    return m;
+    const m = decodePayload("list_result", p);
+    return { ...m, truncated: !!(m.flags & 1) };
   },
   entries(p) {
     const out = [];
@@ -341,31 +367,7 @@ export const dec = {
     }
     return out;
   },
-  portResult(p) {
-    const r = new R(p);
-    const m = { found: r.u8(), families: r.u8() };
-    if (r.u16() !== 0) throw new ProtocolError("port reserved");
-    m.waitedMs = r.u32();
-    r.end();
-    return m;
-  },
-  signalResult(p) {
-    const r = new R(p);
-    const m = { delivered: r.u8() };
-    r.u8();
-    r.u16();
-    m.count = r.u32();
-    r.end();
-    return m;
-  },
-  aliveResult(p) {
-    const r = new R(p);
-    const m = { alive: r.u8() };
-    r.u8();
-    r.u16();
-    m.members = r.u32();
-    m.zombies = r.u32();
-    r.end();
-    return m;
-  },
+  portResult: (p) => decodePayload("port_result", p),
+  signalResult: (p) => decodePayload("signal_result", p),
+  aliveResult: (p) => decodePayload("alive_result", p),
 };
