@@ -296,7 +296,7 @@ void req_to_tail(req_t *r); /* the scheduler served it: last in the next round *
 int req_take_data(req_t *r, const aw_header_t *h, ag_err_t *e);
 /* WINDOW from the host for one of the request's output streams: 0, or -1 with e set. */
 int req_take_window(req_t *r, const aw_header_t *h, uint32_t inc, ag_err_t *e);
-int req_source_ready(req_t *r, int which);
+int req_source_ready(const req_t *r, int which); /* active, with credit, still addressed */
 void in_consumed(req_t *r, uint32_t n, int drained);
 
 /* ---- exec.c: EXEC ---- */
@@ -312,6 +312,9 @@ void exec_stdin_ready(req_t *r);
 void exec_stdin_data(req_t *r, const uint8_t *p, size_t len, int end);
 int exec_produce(req_t *r, int which); /* one DATA frame from a pipe */
 void exec_close(req_t *r);
+int exec_ready(const req_t *r, int which); /* the pipe is known readable */
+int64_t exec_due(const req_t *r);          /* its timeout or its grace, 0: none */
+int exec_detached(const req_t *r);
 int exec_env_init(char **envp);
 void reap_children(void);
 /* At exit: a child that reads and drops the detached commands' output. */
@@ -324,8 +327,9 @@ void write_start(uint32_t id, const uint8_t *p, size_t len);
 void write_data(req_t *r, const uint8_t *p, size_t len, int end);
 void mkdir_run(uint32_t id, const uint8_t *p, size_t len);
 void list_start(uint32_t id, const uint8_t *p, size_t len);
-int read_produce(req_t *r);
-int list_produce(req_t *r);
+int read_produce(req_t *r, int which); /* which: 0, its one stream */
+int list_produce(req_t *r, int which);
+int list_ready(const req_t *r, int which); /* credit for the whole record it holds */
 /* Ends a READ, WRITE or LIST (a WRITE's temporary file is removed), as req_end. */
 void file_cancel(req_t *r, uint16_t why);
 void file_close(req_t *r);
@@ -333,6 +337,7 @@ void file_close(req_t *r);
 /* ---- ports.c: PORT_WAIT ---- */
 void port_start(uint32_t id, const uint8_t *p, size_t len);
 void port_timer(req_t *r, int64_t now);
+int64_t port_due(const req_t *r);
 
 /* ---- procs.c: SIGNAL and GROUP_ALIVE ---- */
 void signal_run(uint32_t id, const uint8_t *p, size_t len);
@@ -346,8 +351,15 @@ void op_cancel(req_t *r, uint16_t why);
 void op_fail(req_t *r, const ag_err_t *e);
 /* DATA from the host, to the request's consumer (a command's stdin, a file). */
 void op_data(req_t *r, const aw_header_t *h, const uint8_t *p);
-/* Reads up to one frame of a source into the queue. Returns 1 if it queued something. */
-int op_produce(req_t *r, int which);
+/* A request's first frame, to its type's file: 1, or 0 for a type that is not a request. */
+int op_start(uint32_t id, uint8_t type, const uint8_t *p, size_t len);
+/* A source with credit whose type has something to send now (a pipe known readable, a
+ * listing's whole next record). */
+int op_source_ready(req_t *r, int which);
+int op_detached(const req_t *r); /* survives the agent's exit (a detached EXEC) */
+int op_polled(const req_t *r);   /* its output descriptors belong in the poll set */
+int64_t op_next_due(void);       /* the earliest time a request's timer wants, 0: none */
+void op_run_timers(int64_t now);
 void schedule_output(void); /* round-robin data frames into the queue */
 void op_sweep(void);        /* releases and frees the finished records */
 void op_end_all(void);      /* the exit path: ends every request but a detached EXEC */

@@ -65,17 +65,7 @@ static void on_request(const aw_header_t *h, const uint8_t *p) {
     send_error(h->id, &e);
     return;
   }
-  switch (h->type) {
-  case AW_T_EXEC: exec_start(h->id, p, h->len); break;
-  case AW_T_READ: read_start(h->id, p, h->len); break;
-  case AW_T_WRITE: write_start(h->id, p, h->len); break;
-  case AW_T_MKDIR: mkdir_run(h->id, p, h->len); break;
-  case AW_T_LIST: list_start(h->id, p, h->len); break;
-  case AW_T_PORT_WAIT: port_start(h->id, p, h->len); break;
-  case AW_T_SIGNAL: signal_run(h->id, p, h->len); break;
-  case AW_T_GROUP_ALIVE: alive_run(h->id, p, h->len); break;
-  default: send_error_simple(h->id, AW_E_UNSUPPORTED, 0, aw_type_name(h->type)); break;
-  }
+  if (!op_start(h->id, h->type, p, h->len)) send_error_simple(h->id, AW_E_UNSUPPORTED, 0, aw_type_name(h->type));
 }
 
 static void dispatch(const aw_header_t *h, const uint8_t *p) {

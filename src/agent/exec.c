@@ -590,3 +590,13 @@ void exec_spawn_drainer(void) {
   }
   _exit(0);
 }
+
+int exec_ready(const req_t *r, int which) { return r->out[which].ready; }
+
+int64_t exec_due(const req_t *r) {
+  int64_t a = r->u.exec.deadline_ms, b = r->u.exec.grace_ms;
+  if (a <= 0) return b > 0 ? b : 0;
+  return b > 0 && b < a ? b : a;
+}
+
+int exec_detached(const req_t *r) { return r->u.exec.detached; }

@@ -115,7 +115,8 @@ static void read_finish(req_t *r) {
   req_finish(r);
 }
 
-int read_produce(req_t *r) {
+int read_produce(req_t *r, int which) {
+  (void)which;
   ostream_t *o = &r->out[0];
   uint64_t want = o->credit < AW_MAX_DATA ? o->credit : AW_MAX_DATA;
   if (r->u.read.max_bytes) {
@@ -423,7 +424,8 @@ static void list_finish(req_t *r) {
   req_finish(r);
 }
 
-int list_produce(req_t *r) {
+int list_produce(req_t *r, int which) {
+  (void)which;
   list_state_t *ls = &r->u.list;
   ostream_t *o = &r->out[0];
   size_t cap = o->credit < AW_MAX_DATA ? o->credit : AW_MAX_DATA;
@@ -501,3 +503,6 @@ void file_close(req_t *r) {
   default: break;
   }
 }
+
+/* A listing sends whole records: it waits for credit for the one it holds. */
+int list_ready(const req_t *r, int which) { return r->u.list.pending_len <= r->out[which].credit; }

@@ -48,7 +48,7 @@ static int shutdown_complete(void) {
   if (now_ms() >= g.shutdown_deadline_ms) return 1;
   for (req_t *r = g.head; r != NULL; r = r->next) {
     if (r->finished) continue;
-    if (r->type == AW_T_EXEC && r->u.exec.detached) continue;
+    if (op_detached(r)) continue;
     return 0;
   }
   return g.out.len == 0 || g.out_broken;
@@ -228,15 +228,7 @@ static int64_t next_timer(int64_t now) {
   } while (0)
   if (g.heartbeat_ms && !g.shutting_down) CONSIDER(g.last_rx_ms + g.heartbeat_ms);
   if (g.shutting_down) CONSIDER(g.shutdown_deadline_ms);
-  for (req_t *r = g.head; r != NULL; r = r->next) {
-    if (r->finished) continue;
-    if (r->type == AW_T_EXEC) {
-      CONSIDER(r->u.exec.deadline_ms);
-      CONSIDER(r->u.exec.grace_ms);
-    } else if (r->type == AW_T_PORT_WAIT) {
-      CONSIDER(r->u.port.next_ms);
-    }
-  }
+  CONSIDER(op_next_due());
   if (t < 0) return -1;
   return t > now ? t - now : 0;
 }
@@ -244,11 +236,7 @@ static int64_t next_timer(int64_t now) {
 static void run_timers(int64_t now) {
   if (g.heartbeat_ms && !g.shutting_down && now - g.last_rx_ms >= (int64_t)g.heartbeat_ms)
     agent_shutdown(2, "no frame from the host within the heartbeat");
-  for (req_t *r = g.head; r != NULL; r = r->next) {
-    if (r->finished) continue;
-    if (r->type == AW_T_EXEC) exec_timer(r, now);
-    else if (r->type == AW_T_PORT_WAIT) port_timer(r, now);
-  }
+  op_run_timers(now);
 }
 
 /* Something could be read into the queue right now (a file, a listing, a pipe already
@@ -258,7 +246,7 @@ static int sources_waiting(void) {
   if (g.out.len >= AG_OUT_HIGH || g.out_broken) return 0;
   for (req_t *r = g.head; r != NULL; r = r->next)
     for (int k = 0; k < r->nout; k++)
-      if (!r->finished && req_source_ready(r, k)) return 1;
+      if (!r->finished && op_source_ready(r, k)) return 1;
   return 0;
 }
 
@@ -295,7 +283,7 @@ static void loop(void) {
     pfd[P_SIG].events = POLLIN;
     size_t n = P_FIRST;
     for (req_t *r = g.head; r != NULL; r = r->next) {
-      if (r->finished || r->type != AW_T_EXEC) continue;
+      if (r->finished || !op_polled(r)) continue;
       for (int k = 0; k < r->nout; k++) {
         ostream_t *o = &r->out[k];
         if (!o->active || o->fd < 0) continue;

@@ -1,7 +1,7 @@
 /*
- * ops.c - what depends on a request's type, in one place above the operations: which
- * file cancels a request, takes its input, produces its output and releases it; the
- * round-robin scheduler that interleaves data frames; the sweep of finished records; and
+ * ops.c - what depends on a request's type, in one place above the operations: the table
+ * of request types (which file starts a request, cancels it, takes its input, produces
+ * its output, runs its timer and releases it); the round-robin scheduler that interleaves data frames; the sweep of finished records; and
  * the end of every request when the agent exits.
  *
  * Owns: nothing; the records are req.c's and what is inside them their type's file's.
@@ -12,14 +12,51 @@
 #define _GNU_SOURCE
 #include "agent.h"
 
+/* What each request type does, one row per type; NULL: the type has none of it. Every
+ * other file asks here rather than looking at a request's type itself. */
+typedef struct ag_type {
+  uint8_t type;
+  void (*start)(uint32_t id, const uint8_t *p, size_t len); /* the request's frame */
+  void (*cancel)(req_t *r, uint16_t why);                    /* NULL: req_end */
+  void (*data)(req_t *r, const uint8_t *p, size_t len, int end); /* its input (stream 1) */
+  int (*produce)(req_t *r, int which);                       /* queues one DATA frame */
+  int (*ready)(const req_t *r, int which); /* more than credit: NULL, any source with credit */
+  void (*timer)(req_t *r, int64_t now);
+  int64_t (*due)(const req_t *r);       /* when timer wants to run next; 0: no time */
+  int (*detached)(const req_t *r);      /* survives the agent's exit */
+  void (*close)(req_t *r);              /* releases what a finished record holds */
+  int polled;                           /* its output descriptors are in the poll set */
+} ag_type_t;
+
+static const ag_type_t TYPES[] = {
+    {AW_T_EXEC, exec_start, exec_cancel, exec_stdin_data, exec_produce, exec_ready, exec_timer, exec_due,
+     exec_detached, exec_close, 1},
+    {AW_T_READ, read_start, file_cancel, NULL, read_produce, NULL, NULL, NULL, NULL, file_close, 0},
+    {AW_T_WRITE, write_start, file_cancel, write_data, NULL, NULL, NULL, NULL, NULL, file_close, 0},
+    {AW_T_MKDIR, mkdir_run, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0},
+    {AW_T_LIST, list_start, file_cancel, NULL, list_produce, list_ready, NULL, NULL, NULL, file_close, 0},
+    {AW_T_PORT_WAIT, port_start, NULL, NULL, NULL, NULL, port_timer, port_due, NULL, NULL, 0},
+    {AW_T_SIGNAL, signal_run, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0},
+    {AW_T_GROUP_ALIVE, alive_run, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0},
+};
+
+static const ag_type_t *type_of(uint8_t type) {
+  for (size_t i = 0; i < sizeof(TYPES) / sizeof(TYPES[0]); i++)
+    if (TYPES[i].type == type) return &TYPES[i];
+  return NULL;
+}
+
+int op_start(uint32_t id, uint8_t type, const uint8_t *p, size_t len) {
+  const ag_type_t *t = type_of(type);
+  if (t == NULL) return 0;
+  t->start(id, p, len);
+  return 1;
+}
+
 void op_cancel(req_t *r, uint16_t why) {
-  switch (r->type) {
-  case AW_T_EXEC: exec_cancel(r, why); return;
-  case AW_T_READ:
-  case AW_T_WRITE:
-  case AW_T_LIST: file_cancel(r, why); return;
-  default: req_end(r, why); return;
-  }
+  const ag_type_t *t = type_of(r->type);
+  if (t != NULL && t->cancel != NULL) t->cancel(r, why);
+  else req_end(r, why);
 }
 
 void op_fail(req_t *r, const ag_err_t *e) {
@@ -33,17 +70,47 @@ void op_data(req_t *r, const aw_header_t *h, const uint8_t *p) {
     op_fail(r, &e);
     return;
   }
-  int end = (h->flags & AW_F_END) != 0;
-  if (r->type == AW_T_EXEC) exec_stdin_data(r, p, h->len, end);
-  else if (r->type == AW_T_WRITE) write_data(r, p, h->len, end);
+  const ag_type_t *t = type_of(r->type);
+  if (t != NULL && t->data != NULL) t->data(r, p, h->len, (h->flags & AW_F_END) != 0);
 }
 
-int op_produce(req_t *r, int which) {
-  switch (r->type) {
-  case AW_T_EXEC: return exec_produce(r, which);
-  case AW_T_READ: return read_produce(r);
-  case AW_T_LIST: return list_produce(r);
-  default: return 0;
+static int op_produce(req_t *r, int which) {
+  const ag_type_t *t = type_of(r->type);
+  return t != NULL && t->produce != NULL ? t->produce(r, which) : 0;
+}
+
+int op_source_ready(req_t *r, int which) {
+  if (!req_source_ready(r, which)) return 0;
+  const ag_type_t *t = type_of(r->type);
+  return t == NULL || t->ready == NULL || t->ready(r, which);
+}
+
+int op_detached(const req_t *r) {
+  const ag_type_t *t = type_of(r->type);
+  return t != NULL && t->detached != NULL && t->detached(r);
+}
+
+int op_polled(const req_t *r) {
+  const ag_type_t *t = type_of(r->type);
+  return t != NULL && t->polled;
+}
+
+int64_t op_next_due(void) {
+  int64_t due = 0;
+  for (req_t *r = g.head; r != NULL; r = r->next) {
+    if (r->finished) continue;
+    const ag_type_t *t = type_of(r->type);
+    int64_t d = t != NULL && t->due != NULL ? t->due(r) : 0;
+    if (d > 0 && (due == 0 || d < due)) due = d;
+  }
+  return due;
+}
+
+void op_run_timers(int64_t now) {
+  for (req_t *r = g.head; r != NULL; r = r->next) {
+    if (r->finished) continue;
+    const ag_type_t *t = type_of(r->type);
+    if (t != NULL && t->timer != NULL) t->timer(r, now);
   }
 }
 
@@ -58,7 +125,7 @@ void schedule_output(void) {
       int served = 0;
       for (int which = 0; which < r->nout; which++) {
         if (g.out.len >= AG_OUT_HIGH || g.out_broken) return;
-        if (req_source_ready(r, which) && op_produce(r, which)) served = 1;
+        if (op_source_ready(r, which) && op_produce(r, which)) served = 1;
       }
       if (served) {
         progressed = 1;
@@ -75,8 +142,8 @@ void op_sweep(void) {
   while (r != NULL) {
     req_t *next = r->next;
     if (r->finished) {
-      if (r->type == AW_T_EXEC) exec_close(r);
-      else file_close(r);
+      const ag_type_t *t = type_of(r->type);
+      if (t != NULL && t->close != NULL) t->close(r);
       req_free(r);
     }
     r = next;
@@ -86,7 +153,7 @@ void op_sweep(void) {
 void op_end_all(void) {
   for (req_t *r = g.head; r != NULL; r = r->next) {
     if (r->finished) continue;
-    if (r->type == AW_T_EXEC && r->u.exec.detached) continue;
+    if (op_detached(r)) continue;
     op_cancel(r, AW_E_SHUTDOWN);
   }
 }

@@ -145,3 +145,5 @@ void port_timer(req_t *r, int64_t now) {
   ps->next_ms = now + ps->interval_ms;
   if (ps->next_ms > ps->deadline_ms) ps->next_ms = ps->deadline_ms;
 }
+
+int64_t port_due(const req_t *r) { return r->u.port.next_ms; }

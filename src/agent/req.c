@@ -132,11 +132,7 @@ int req_take_window(req_t *r, const aw_header_t *h, uint32_t inc, ag_err_t *e) {
   return 0;
 }
 
-int req_source_ready(req_t *r, int which) {
-  ostream_t *o = &r->out[which];
-  if (!o->active || o->credit == 0 || r->id == 0) return 0;
-  if (r->type == AW_T_EXEC) return o->ready;
-  /* A listing sends whole records: it waits for credit for the one it holds. */
-  if (r->type == AW_T_LIST && r->u.list.pending_len > o->credit) return 0;
-  return 1;
+int req_source_ready(const req_t *r, int which) {
+  const ostream_t *o = &r->out[which];
+  return o->active && o->credit > 0 && r->id != 0;
 }
