@@ -11,7 +11,7 @@
 #include "napi/jsenv.h"
 #include "napi/token.h"
 #include "napi/values.h"
-#include "runtime/agent_op.h"
+#include "runtime/table.h"
 
 static void client_finalize(napi_env env, void *data, void *hint) {
   (void)env;

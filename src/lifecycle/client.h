@@ -15,7 +15,7 @@
 typedef struct client {
   engine_t *eng;
   char *docker_path;
-  int transport; /* transport_t (runtime/agent_op.h): how its sandboxes run their operations */
+  int transport; /* transport_t (sandbox/sandbox.h): how its sandboxes run their operations */
 } client_t;
 
 /* The client behind a token from native.clientNew, or NULL (a TypeError is thrown). */

@@ -42,7 +42,6 @@
 #include "napi/op.h"
 #include "napi/opts.h"
 #include "napi/values.h"
-#include "runtime/agent_op.h"
 #include "runtime/table.h"
 #include "sandbox/owner.h"
 #include "sandbox/sandbox.h"
@@ -331,7 +330,7 @@ static void on_owner(void *ud, err_t *err) {
 }
 
 static int make_sandbox(create_op_t *op, err_t *err) {
-  sandbox_t *s = sandbox_new_with_transport(op->eng, op->transport);
+  sandbox_t *s = sandbox_new(op->eng, (transport_t)op->transport);
   if (s == NULL) return err_oom(err);
   op->sb = s;
   s->id = strdup(op->o.id);

@@ -51,7 +51,6 @@
 #include "napi/op.h"
 #include "napi/opts.h"
 #include "napi/values.h"
-#include "runtime/agent_op.h"
 #include "runtime/table.h"
 
 typedef enum {
@@ -330,7 +329,7 @@ static http_req_t *create_req(fork_op_t *op, const char *name, json_t *body) {
 /* The fork's sandbox model: the parent's, with its own names and volume. */
 static int make_fork(fork_op_t *op, err_t *err) {
   sandbox_t *p = op->op.sb;
-  sandbox_t *s = sandbox_new_with_transport(op->eng, sandbox_transport(p));
+  sandbox_t *s = sandbox_new(op->eng, p->transport);
   if (s == NULL) return err_oom(err);
   op->fork = s;
   s->id = strdup(op->fork_id);

@@ -56,7 +56,7 @@ static void remove_start(op_t *o) {
   err_t err;
   err_init(&err);
   /* Stop and destroy end the sandbox's agent first (its commands end with it). */
-  if (op->kind != REMOVE_VOLUME) sandbox_agent_shutdown(s);
+  if (op->kind != REMOVE_VOLUME) agent_op_shutdown(s);
   char *esc = url_escape(op->kind == REMOVE_VOLUME ? s->volume_name : s->container_name);
   if (esc == NULL) goto oom;
   switch (op->kind) {

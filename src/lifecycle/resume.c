@@ -21,7 +21,6 @@
 #include "napi/op.h"
 #include "napi/opts.h"
 #include "napi/values.h"
-#include "runtime/agent_op.h"
 #include "runtime/table.h"
 #include "sandbox/sandbox.h"
 
@@ -321,7 +320,7 @@ static napi_value js_prepare_resume(napi_env env, napi_callback_info info) {
   engine_ref(c->eng);
   op->id = nu_strdup(env, id);
   op->container_name = op->id ? container_name_for(op->id) : NULL;
-  op->sb = sandbox_new_with_transport(c->eng, c->transport);
+  op->sb = sandbox_new(c->eng, (transport_t)c->transport);
   if (op->id == NULL || op->container_name == NULL || op->sb == NULL) err_oom(&err);
   return op_prepared(&op->op, &err);
 }

@@ -321,7 +321,6 @@ static const agent_op_kind_t exec_kind = {
 };
 
 napi_value agent_exec_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  if (sandbox_agent_unusable(sb) && sandbox_transport(sb) == TRANSPORT_AUTO) return exec_prepare(env, sb, argv, argc);
   agent_exec_op_t *op = agent_op_prepare(env, &exec_kind, sizeof(*op), sb);
   if (op == NULL) return NULL;
   err_t err;

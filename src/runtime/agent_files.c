@@ -142,7 +142,6 @@ static const agent_op_kind_t read_kind = {
 };
 
 napi_value agent_read_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  if (sandbox_agent_unusable(sb) && sandbox_transport(sb) == TRANSPORT_AUTO) return files_prepare_read(env, sb, argv, argc);
   jsenv_t *js = jsenv_get(env);
   if (args_options(env, argv) == NULL) return NULL;
   err_t err;
@@ -257,7 +256,6 @@ static const agent_op_kind_t write_kind = {
 };
 
 napi_value agent_write_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  if (sandbox_agent_unusable(sb) && sandbox_transport(sb) == TRANSPORT_AUTO) return files_prepare_write(env, sb, argv, argc);
   jsenv_t *js = jsenv_get(env);
   if (args_options(env, argv) == NULL) return NULL;
   err_t err;
@@ -499,7 +497,6 @@ static const agent_op_kind_t list_kind = {
 };
 
 napi_value agent_list_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  if (sandbox_agent_unusable(sb) && sandbox_transport(sb) == TRANSPORT_AUTO) return listing_prepare(env, sb, argv, argc);
   jsenv_t *js = jsenv_get(env);
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;

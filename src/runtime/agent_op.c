@@ -1,6 +1,6 @@
 /*
- * agent_op.c - the transport choice, the sandbox's agent connection, and the base of the
- * agent operations (see agent_op.h).
+ * agent_op.c - the sandbox's agent connection, the decision to fall back on the engine,
+ * and the base of the agent operations (see agent_op.h).
  */
 #include "runtime/agent_op.h"
 
@@ -12,7 +12,6 @@
 #include "napi/values.h"
 
 typedef struct agent_state {
-  transport_t transport;
   agent_conn_t *conn;
 } agent_state_t;
 
@@ -37,41 +36,30 @@ static agent_state_t *state_of(sandbox_t *sb, int create) {
   return st;
 }
 
-int transport_parse(const char *name) {
-  if (name == NULL) return -1;
-  if (strcmp(name, "engine") == 0) return TRANSPORT_ENGINE;
-  if (strcmp(name, "auto") == 0) return TRANSPORT_AUTO;
-  if (strcmp(name, "agent") == 0) return TRANSPORT_AGENT;
-  return -1;
-}
-
-int sandbox_set_transport(sandbox_t *sb, transport_t t) {
-  agent_state_t *st = state_of(sb, 1);
-  if (st == NULL) return -1;
-  st->transport = t;
-  return 0;
-}
-
-transport_t sandbox_transport(const sandbox_t *sb) {
-  agent_state_t *st = sandbox_attached(sb, &state_key);
-  return st ? st->transport : TRANSPORT_ENGINE;
-}
-
-agent_conn_t *sandbox_agent(sandbox_t *sb) {
+agent_conn_t *agent_op_conn(sandbox_t *sb) {
   agent_state_t *st = state_of(sb, 1);
   if (st == NULL) return NULL;
   if (st->conn == NULL) st->conn = agent_conn_new(sb->eng, sb->container_name, sb->workdir, sb->readonly_rootfs);
   return st->conn;
 }
 
-int sandbox_agent_unusable(sandbox_t *sb) {
-  agent_state_t *st = state_of(sb, 0);
-  return st != NULL && st->conn != NULL && agent_conn_unusable(st->conn);
-}
-
-void sandbox_agent_shutdown(sandbox_t *sb) {
+void agent_op_shutdown(sandbox_t *sb) {
   agent_state_t *st = state_of(sb, 0);
   if (st != NULL) agent_conn_shutdown(st->conn);
+}
+
+/* ---- falling back on the engine ---- */
+
+int agent_op_engine_instead(sandbox_t *sb) {
+  agent_state_t *st = state_of(sb, 0);
+  return sb->transport == TRANSPORT_AUTO && st != NULL && st->conn != NULL && agent_conn_unusable(st->conn);
+}
+
+int agent_op_refuse(sandbox_t *sb, const err_t *why, err_t *err) {
+  if (sb->transport != TRANSPORT_AGENT) return 0;
+  err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "The sandbox agent is not available: %s",
+              why && why->message ? why->message : "unknown reason");
+  return 1;
 }
 
 /* ---- the base ---- */
@@ -84,18 +72,11 @@ void *agent_op_prepare(napi_env env, const agent_op_kind_t *kind, size_t size, s
 
 void agent_op_fail(agent_op_t *op, err_t *err) { op_settle(&op->op, err); }
 
-int agent_unavailable(sandbox_t *sb, const err_t *why, err_t *err) {
-  if (sandbox_transport(sb) != TRANSPORT_AGENT) return 0;
-  err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "The sandbox agent is not available: %s",
-              why && why->message ? why->message : "unknown reason");
-  return 1;
-}
-
 /* The agent cannot serve this call: the engine does (auto), or the call fails (agent). */
 static void fall_back(agent_op_t *op, const err_t *why) {
   err_t err;
   err_init(&err);
-  if (agent_unavailable(op->op.sb, why, &err)) {
+  if (agent_op_refuse(op->op.sb, why, &err)) {
     op_settle(&op->op, &err);
     return;
   }
@@ -111,13 +92,13 @@ static void fall_back(agent_op_t *op, const err_t *why) {
 static void on_ready(agent_waiter_t *w, const err_t *err) {
   agent_op_t *op = (agent_op_t *)((char *)w - offsetof(agent_op_t, waiter));
   if (err != NULL) fall_back(op, err);
-  else op->kind->run(op, sandbox_agent(op->op.sb));
+  else op->kind->run(op, agent_op_conn(op->op.sb));
 }
 
 void agent_op_start(op_t *o) {
   agent_op_t *op = (agent_op_t *)o;
   op->started_ns = uv_hrtime();
-  agent_conn_t *c = sandbox_agent(o->sb);
+  agent_conn_t *c = agent_op_conn(o->sb);
   err_t err;
   err_init(&err);
   if (c == NULL) {

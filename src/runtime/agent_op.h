@@ -1,8 +1,8 @@
 /*
  * agent_op.h - runtime operations carried out by the sandbox's in-container agent
  * (engine/agent_conn.h), and what they share: the sandbox's agent connection (attached to
- * the sandbox, made at first use), the choice of transport, and the base every agent
- * operation is built on.
+ * the sandbox, made at first use), when a call falls back on the engine, and the base every
+ * agent operation is built on.
  *
  * An agent operation is prepared from the same validated request as the engine's (the
  * parse functions of exec_op.c, files.c, ...). When it starts it waits for the agent;
@@ -25,24 +25,22 @@
 #include "napi/op.h"
 #include "sandbox/sandbox.h"
 
-typedef enum { TRANSPORT_ENGINE = 0, TRANSPORT_AUTO, TRANSPORT_AGENT } transport_t;
-
-/* "engine", "auto", "agent" -> the enum; -1 for anything else. */
-int transport_parse(const char *name);
-/* Sets a sandbox's transport (its creator does, from the client's choice). 0, or -1 when
- * out of memory. */
-int sandbox_set_transport(sandbox_t *sb, transport_t t);
-transport_t sandbox_transport(const sandbox_t *sb);
 /* The sandbox's agent connection, made at first use. NULL when out of memory. */
-agent_conn_t *sandbox_agent(sandbox_t *sb);
-/* The agent has been found unusable here (no need to make an agent operation). */
-int sandbox_agent_unusable(sandbox_t *sb);
+agent_conn_t *agent_op_conn(sandbox_t *sb);
 /* Ends the sandbox's agent (stop and destroy do, first). */
-void sandbox_agent_shutdown(sandbox_t *sb);
-/* The agent cannot serve a call (`why`): 0 when the engine's implementation takes it
- * (transport "auto"); 1 in transport "agent", with the call's docker_unavailable error
- * ("The sandbox agent is not available: ...") set in err. */
-int agent_unavailable(sandbox_t *sb, const err_t *why, err_t *err);
+void agent_op_shutdown(sandbox_t *sb);
+
+/*
+ * Falling back on the engine, decided here only:
+ *   - before a call is made: agent_op_engine_instead, 1 when the agent is known not to
+ *     run in this sandbox and its transport lets the engine serve ("auto"); the call then
+ *     goes through the engine's table (runtime/transport.c);
+ *   - when a started call finds the agent cannot serve it (`why`): agent_op_refuse, 0
+ *     when the engine's implementation takes it ("auto"), 1 in transport "agent" with the
+ *     call's docker_unavailable error ("The sandbox agent is not available: ...") in err.
+ */
+int agent_op_engine_instead(sandbox_t *sb);
+int agent_op_refuse(sandbox_t *sb, const err_t *why, err_t *err);
 
 typedef struct agent_op agent_op_t;
 

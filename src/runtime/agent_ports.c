@@ -88,7 +88,6 @@ static const agent_op_kind_t port_kind = {
 };
 
 napi_value agent_ports_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  if (sandbox_agent_unusable(sb) && sandbox_transport(sb) == TRANSPORT_AUTO) return ports_prepare_wait(env, sb, argv, argc);
   jsenv_t *js = jsenv_get(env);
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;

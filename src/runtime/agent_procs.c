@@ -72,11 +72,11 @@ static void on_launch_event(agent_req_t *req, const agent_event_t *ev, void *ud)
 }
 
 static int launch(sandbox_t *sb, proc_rec_t *r, exec_spec_t *spec, err_t *err) {
-  agent_conn_t *c = sandbox_agent(sb);
+  agent_conn_t *c = agent_op_conn(sb);
   if (!agent_conn_is_ready(c)) {
     /* The agent went away between the start's wait for it and now. */
-    if (sandbox_transport(sb) == TRANSPORT_AGENT)
-      return err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "The sandbox agent is not available: its connection was lost.");
+    err_t why = {.message = (char *)"its connection was lost."};
+    if (agent_op_refuse(sb, &why, err)) return -1;
     r->carrier = &proc_engine_carrier;
     return proc_engine_carrier.launch(sb, r, spec, err);
   }
@@ -132,7 +132,7 @@ static void call_step(group_call_t *g);
 static uint64_t now_ms(void) { return uv_hrtime() / 1000000u; }
 
 static void call_free(group_call_t *g) {
-  agent_conn_t *c = sandbox_agent(g->rec->sb);
+  agent_conn_t *c = agent_op_conn(g->rec->sb);
   if (g->waiting && c != NULL) agent_conn_cancel_wait(c, &g->waiter);
   agent_req_cancel(g->req);
   sbx_timer_cancel(g->timer);
@@ -267,12 +267,12 @@ static void on_call_ready(agent_waiter_t *w, const err_t *err) {
   group_call_t *g = (group_call_t *)((char *)w - offsetof(group_call_t, waiter));
   g->waiting = 0;
   if (err != NULL) hand_over(g, err);
-  else call_send(g, sandbox_agent(g->rec->sb));
+  else call_send(g, agent_op_conn(g->rec->sb));
 }
 
 /* The next request, once the agent is ready (a new one after a death). */
 static void call_step(group_call_t *g) {
-  agent_conn_t *c = sandbox_agent(g->rec->sb);
+  agent_conn_t *c = agent_op_conn(g->rec->sb);
   err_t err;
   err_init(&err);
   if (c == NULL) {
@@ -395,7 +395,6 @@ static const agent_op_kind_t start_kind = {
 };
 
 napi_value agent_procs_prepare_start(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  if (sandbox_agent_unusable(sb) && sandbox_transport(sb) == TRANSPORT_AUTO) return proc_prepare_start(env, sb, argv, argc);
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;
   agent_start_op_t *op = agent_op_prepare(env, &start_kind, sizeof(*op), sb);

@@ -1,6 +1,6 @@
 /*
  * dispatch.c - the JavaScript entry points of the runtime operations, each dispatched
- * through the table of the sandbox it is called on (see table.h).
+ * through the table its sandbox's transport names (transport_table, see table.h).
  */
 #include "runtime/table.h"
 
@@ -33,7 +33,7 @@ static int read_call(napi_env env, napi_callback_info info, call_t *c) {
   static napi_value js_##field(napi_env env, napi_callback_info info) { \
     call_t c;                                                         \
     if (read_call(env, info, &c) != 0) return NULL;                   \
-    return c.sb->ops->field(env, c.sb, c.argv, c.argc);               \
+    return transport_table(c.sb)->field(env, c.sb, c.argv, c.argc);   \
   }
 
 ENTRY(exec)
@@ -47,17 +47,8 @@ ENTRY(list_processes)
 ENTRY(process_logs)
 ENTRY(wait_for_port)
 
-/* Tree transfers: a table that has no row of its own for them uses the engine's. */
-#define TREE_ENTRY(field)                                                                         \
-  static napi_value js_##field(napi_env env, napi_callback_info info) {                           \
-    call_t c;                                                                                     \
-    if (read_call(env, info, &c) != 0) return NULL;                                               \
-    runtime_entry_fn fn = c.sb->ops->field ? c.sb->ops->field : engine_runtime_ops.field;         \
-    return fn(env, c.sb, c.argv, c.argc);                                                         \
-  }
-
-TREE_ENTRY(import_tree)
-TREE_ENTRY(export_tree)
+ENTRY(import_tree)
+ENTRY(export_tree)
 
 void runtime_register(napi_env env, napi_value exports) {
   napi_property_descriptor fns[] = {

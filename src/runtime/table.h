@@ -1,9 +1,9 @@
 /*
  * table.h - the one interface the runtime operations go through.
  *
- * A sandbox carries a table (sandbox_t.ops) saying how its runtime operations are
- * carried out; whoever makes the sandbox (lifecycle/create.c, lifecycle/resume.c) hands
- * it to sandbox_new. The JavaScript entry points (native.prepareExec, prepareReadFile,
+ * A sandbox's transport (sandbox_t.transport) says how its runtime operations are carried
+ * out; transport_table (transport.c) turns it into the table a call goes through. The
+ * JavaScript entry points (native.prepareExec, prepareReadFile,
  * ...) are registered once, in dispatch.c; each finds the sandbox named by its first
  * argument and calls that sandbox's entry with the arguments as JavaScript passed them
  * (argv[0] the sandbox token, argv[1] the options, then the extras; missing ones
@@ -12,8 +12,10 @@
  *
  * Two tables: engine_runtime_ops (engine_table.c), the Engine API's exec and archive
  * endpoints and the scripts the original also ran in the container; and
- * agent_runtime_ops (agent_table.c), the in-sandbox agent, which falls back on the first
- * where the agent cannot run. A new operation is one more row in each.
+ * agent_runtime_ops (agent_table.c), the in-sandbox agent. Where the agent cannot run, a
+ * call goes to the first: before it is made when that is already known
+ * (transport_table), or from the agent operation when it finds out (agent_op.h). A new
+ * operation is one more row in each; every row of both is filled.
  *
  * Owns: nothing.
  */
@@ -42,7 +44,7 @@ typedef struct runtime_ops {
   runtime_entry_fn process_logs;      /* (sandbox, processId, tailBytes) -> logs, synchronous */
   runtime_entry_fn wait_for_port;     /* (sandbox, options) */
   /* (sandbox, options) -> { token, channel } and (sandbox, selection, options) -> token:
-   * tree transfers (runtime/tree.h). A table without them (NULL) uses the engine's. */
+   * tree transfers (runtime/tree.h). */
   runtime_entry_fn import_tree;
   runtime_entry_fn export_tree;
 } runtime_ops_t;
@@ -52,10 +54,10 @@ extern const runtime_ops_t engine_runtime_ops;
 /* Through the in-sandbox agent, the engine's implementation as fallback (agent_table.c). */
 extern const runtime_ops_t agent_runtime_ops;
 
-/* A new sandbox model (sandbox_new) for a client's transport (runtime/agent_op.h's
- * transport_t): the agent's table, or the engine's for TRANSPORT_ENGINE. NULL when out
- * of memory. */
-sandbox_t *sandbox_new_with_transport(engine_t *eng, int transport);
+/* The table a call on `sb` goes through (transport.c). */
+const runtime_ops_t *transport_table(sandbox_t *sb);
+/* "engine", "auto", "agent" -> transport_t; -1 for anything else. */
+int transport_parse(const char *name);
 
 /* Registers the JavaScript entry points that dispatch through a sandbox's table. */
 void runtime_register(napi_env env, napi_value exports);

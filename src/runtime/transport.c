@@ -1,15 +1,24 @@
 /*
- * transport.c - which runtime table a new sandbox gets, by its client's transport (see
- * table.h and agent_op.h): the one place that chooses between the two tables.
+ * transport.c - the table a runtime call goes through (see table.h): the sandbox's
+ * transport (sandbox_t.transport, set by its creator) names it, except where the agent is
+ * known not to run and the transport lets the engine serve (agent_op_engine_instead).
+ * The one place that chooses between the tables; the names of the transports.
  */
-#include "runtime/agent_op.h"
 #include "runtime/table.h"
 
-sandbox_t *sandbox_new_with_transport(engine_t *eng, int transport) {
-  sandbox_t *sb = sandbox_new(eng, transport == TRANSPORT_ENGINE ? &engine_runtime_ops : &agent_runtime_ops);
-  if (sb != NULL && sandbox_set_transport(sb, (transport_t)transport) != 0) {
-    sandbox_unref(sb);
-    return NULL;
-  }
-  return sb;
+#include <string.h>
+
+#include "runtime/agent_op.h"
+
+const runtime_ops_t *transport_table(sandbox_t *sb) {
+  if (sb->transport == TRANSPORT_ENGINE || agent_op_engine_instead(sb)) return &engine_runtime_ops;
+  return &agent_runtime_ops;
+}
+
+int transport_parse(const char *name) {
+  if (name == NULL) return -1;
+  if (strcmp(name, "engine") == 0) return TRANSPORT_ENGINE;
+  if (strcmp(name, "auto") == 0) return TRANSPORT_AUTO;
+  if (strcmp(name, "agent") == 0) return TRANSPORT_AGENT;
+  return -1;
 }

@@ -291,7 +291,7 @@ static int import_begin(ag_import_t *b, err_t *err) {
 /* The agent cannot be used: the engine's backend takes the import (b is freed), or the
  * transport says fail. 0, or -1 with err set. */
 static int import_fall_back(tree_import_t *t, const err_t *why, err_t *err) {
-  if (agent_unavailable(t->op.sb, why, err)) return -1;
+  if (agent_op_refuse(t->op.sb, why, err)) return -1;
   import_free(t);
   t->backend = &tree_engine_import_backend;
   return t->backend->start(t, err);
@@ -360,7 +360,7 @@ static int import_start(tree_import_t *t, err_t *err) {
       tree_random_name(b->marker, sizeof(b->marker), "commit") != 0)
     return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "No randomness for the staging directory's name.");
   b->as_user = !user_is_root(t->op.sb->user);
-  b->conn = sandbox_agent(t->op.sb);
+  b->conn = agent_op_conn(t->op.sb);
   if (b->conn == NULL) return err_oom(err);
   return import_try(b, err);
 }
@@ -574,7 +574,7 @@ static int export_begin(ag_export_t *b, err_t *err) {
 }
 
 static int export_fall_back(tree_export_t *x, const err_t *why, err_t *err) {
-  if (agent_unavailable(x->op.sb, why, err)) return -1;
+  if (agent_op_refuse(x->op.sb, why, err)) return -1;
   export_free(x);
   x->backend = &tree_engine_export_backend;
   return x->backend->start(x, err);
@@ -633,7 +633,7 @@ static int export_start(tree_export_t *x, err_t *err) {
   x->be = b;
   b->x = x;
   err_init(&b->why);
-  b->conn = sandbox_agent(x->op.sb);
+  b->conn = agent_op_conn(x->op.sb);
   if (b->conn == NULL) return err_oom(err);
   return export_try(b, err);
 }
@@ -683,13 +683,10 @@ static const tree_export_backend_t tree_agent_export_backend = {
 
 /* ================= the table's rows ================= */
 
-/* Where the agent is known not to run, transport "auto" goes to the engine at once. */
-static int engine_only(sandbox_t *sb) { return sandbox_agent_unusable(sb) && sandbox_transport(sb) == TRANSPORT_AUTO; }
-
 napi_value tree_agent_prepare_import(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  return tree_import_prepare(env, sb, argv, argc, engine_only(sb) ? &tree_engine_import_backend : &tree_agent_import_backend);
+  return tree_import_prepare(env, sb, argv, argc, &tree_agent_import_backend);
 }
 
 napi_value tree_agent_prepare_export(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  return tree_export_prepare(env, sb, argv, argc, engine_only(sb) ? &tree_engine_export_backend : &tree_agent_export_backend);
+  return tree_export_prepare(env, sb, argv, argc, &tree_agent_export_backend);
 }

@@ -12,13 +12,13 @@ struct sandbox_ext {
   sandbox_ext_t *next;
 };
 
-sandbox_t *sandbox_new(engine_t *eng, const struct runtime_ops *ops) {
+sandbox_t *sandbox_new(engine_t *eng, transport_t transport) {
   sandbox_t *s = calloc(1, sizeof(*s));
   if (s == NULL) return NULL;
   s->refs = 1;
   s->eng = eng;
   engine_ref(eng);
-  s->ops = ops;
+  s->transport = transport;
   return s;
 }
 

@@ -8,8 +8,9 @@
  * the handle is collected), and every operation in flight holds one, so the handle may be
  * collected while work on it finishes.
  *
- * How its runtime operations are carried out is the table its creator hands to
- * sandbox_new (runtime/table.h); the model only keeps the pointer.
+ * How its runtime operations are carried out is its transport, held here once and set by
+ * its creator from the client's choice; runtime/transport.c turns it into the table each
+ * call goes through (runtime/table.h).
  */
 #ifndef SBX_SANDBOX_H
 #define SBX_SANDBOX_H
@@ -20,8 +21,12 @@
 #include "codec/spec.h"
 #include "engine/engine.h"
 
-struct runtime_ops;
 typedef struct sandbox_ext sandbox_ext_t;
+
+/* How runtime operations reach the container: the Engine API's exec and archive
+ * endpoints; the in-sandbox agent, the engine where the agent cannot run (the default);
+ * the agent only. */
+typedef enum { TRANSPORT_ENGINE = 0, TRANSPORT_AUTO, TRANSPORT_AGENT } transport_t;
 
 typedef struct sandbox {
   int refs;
@@ -42,12 +47,13 @@ typedef struct sandbox {
   int find_lacks_printf; /* learned on the first listing: list with find -exec stat */
   int owner_known;
   uint32_t uid, gid; /* owner given to files and directories written through the API */
-  const struct runtime_ops *ops; /* how its runtime operations are carried out */
-  sandbox_ext_t *exts;           /* state attached by other layers */
+  transport_t transport; /* how its runtime operations are carried out */
+  sandbox_ext_t *exts;    /* state attached by other layers */
 } sandbox_t;
 
-/* A sandbox on `eng` whose runtime operations go through `ops`. NULL when out of memory. */
-sandbox_t *sandbox_new(engine_t *eng, const struct runtime_ops *ops);
+/* A sandbox on `eng` whose runtime operations go through `transport`. NULL when out of
+ * memory. */
+sandbox_t *sandbox_new(engine_t *eng, transport_t transport);
 void sandbox_ref(sandbox_t *s);
 /* NULL is fine. The last reference frees the sandbox and everything attached to it. */
 void sandbox_unref(sandbox_t *s);
