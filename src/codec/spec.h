@@ -5,7 +5,7 @@
  *
  * Owns: a create_opts_t owns every string, array and file buffer in it
  * (create_opts_free); a kv_list_t owns its keys and values (kv_list_free).
- * Reading the options from JavaScript is napi/opts.c's job; nothing here knows N-API.
+ * Reading the options from JavaScript is lifecycle/create_opts.c's job; nothing here knows N-API.
  */
 #ifndef SBX_SPEC_H
 #define SBX_SPEC_H

@@ -49,7 +49,7 @@
 #include "lifecycle/lifetime.h"
 #include "napi/convert.h"
 #include "napi/op.h"
-#include "napi/opts.h"
+#include "napi/checks.h"
 #include "napi/values.h"
 #include "runtime/table.h"
 

@@ -19,7 +19,7 @@
 #include "lifecycle/lifetime.h"
 #include "napi/convert.h"
 #include "napi/op.h"
-#include "napi/opts.h"
+#include "napi/checks.h"
 #include "napi/values.h"
 #include "runtime/table.h"
 #include "sandbox/sandbox.h"

@@ -28,7 +28,7 @@
 #include "lifecycle/client.h"
 #include "napi/convert.h"
 #include "napi/op.h"
-#include "napi/opts.h"
+#include "napi/checks.h"
 #include "napi/values.h"
 
 #define MAX_LIST_BYTES (64u * 1024 * 1024)

@@ -15,7 +15,7 @@
 #include "napi/convert.h"
 #include "napi/values.h"
 #include "napi/op.h"
-#include "napi/opts.h"
+#include "napi/checks.h"
 #include "codec/paths.h"
 
 typedef struct exec_op {

@@ -28,7 +28,7 @@
 #include "napi/convert.h"
 #include "napi/values.h"
 #include "napi/op.h"
-#include "napi/opts.h"
+#include "napi/checks.h"
 #include "sandbox/owner.h"
 #include "codec/paths.h"
 #include "codec/pathstat.h"

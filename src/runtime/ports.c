@@ -16,7 +16,7 @@
 #include "napi/convert.h"
 #include "napi/values.h"
 #include "napi/op.h"
-#include "napi/opts.h"
+#include "napi/checks.h"
 #include "runtime/sh/port_probe_sh.h"
 
 #define DEFAULT_WAIT_TIMEOUT_MS 30000

@@ -16,7 +16,7 @@
 #include "napi/args.h"
 #include "napi/convert.h"
 #include "napi/op.h"
-#include "napi/opts.h"
+#include "napi/checks.h"
 #include "napi/values.h"
 #include "runtime/proc_registry.h"
 

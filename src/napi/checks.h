@@ -1,14 +1,13 @@
 /*
- * opts.h - createSandbox options: read from JavaScript, validated exactly as the
- * original's validateCreateOptions (same order, classes and messages), and copied into a
- * plain C snapshot that the rest of the lifecycle uses.
+ * checks.h - the checks the original's validators make on arguments (assertSandboxId,
+ * assertNonEmptyString, the safe-integer checks, copyStringRecord, the reserved
+ * environment name), with the original's classes and messages; the runtime operations
+ * and the lifecycle both use them.
  *
- * Owns: nothing beyond what it returns: the create_opts_t it fills (codec/spec.h) is the
- * caller's. Reading the options is the only place the caller's objects are touched, so
- * later changes to them cannot reach a sandbox being created.
+ * Owns: nothing beyond what it returns (a kv_list_t read is the caller's).
  */
-#ifndef SBX_OPTS_H
-#define SBX_OPTS_H
+#ifndef SBX_CHECKS_H
+#define SBX_CHECKS_H
 
 #include <node_api.h>
 #include <stddef.h>
@@ -18,12 +17,6 @@
 #include "codec/spec.h"
 #include "napi/args.h"
 
-/*
- * Reads and validates; returns 0, or -1 with err set (nothing to free then). *late is
- * then NULL, or an error the operation must fail with once started, before any I/O
- * (op_fail_at_start): what the original found only when it began, in its order.
- */
-int create_opts_read(napi_env env, napi_value options, create_opts_t *out, napi_value *late, err_t *err);
 /* copyStringRecord(value, name): undefined -> empty. `hit` (optional) learns the first
  * entry holding a NUL byte in its key or value (napi/args.h). */
 int read_string_record(napi_env env, napi_value v, const char *name, kv_list_t *out, nul_hit_t *hit, err_t *err);
