@@ -177,7 +177,7 @@ export class SandboxRuntime {
     return this.run(options.abortSignal, token);
   }
 
-  // Tree transfers (lib/tree.js, src/runtime/tree.h): the arguments are checked first,
+  // Tree transfers (lib/tree.js, src/runtime/tree_front.h): the arguments are checked first,
   // then the state and the signal, as for every other operation.
   async importTree(source, options = {}) {
     const prepared = prepareImport(this.#sandbox, source, options);

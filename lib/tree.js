@@ -1,4 +1,4 @@
-// Tree transfers, the JavaScript side of src/runtime/tree.h: iteration and host files only.
+// Tree transfers, the JavaScript side of src/runtime/tree_front.h: iteration and host files only.
 //
 //  - importTree: entries and their chunks are pulled from the caller's (sync or async)
 //    iterable, or from a walk of a host directory (one directory at a time, each entry

@@ -31,7 +31,7 @@
 #include "napi/module.h"
 #include "napi/op.h"
 #include "napi/values.h"
-#include "runtime/files.h"
+#include "runtime/engine_files.h"
 #include "runtime/table.h"
 
 /* Process-wide, once: libcurl's global state and the trace flag. */

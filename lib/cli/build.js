@@ -1,5 +1,5 @@
 // The build step of `anvia-sandbox create-image`: the generated context sent to the
-// engine's POST /build by the native addon (src/engine/build.c), the build's progress
+// engine's POST /build by the native addon (src/engine/build_task.c), the build's progress
 // printed as it arrives the way `docker build` prints it, and a failure reported as the
 // original reported a failed `docker build`: the engine's message on stderr, then
 // "Docker command failed: docker build --tag <tag> <directory>".

@@ -13,7 +13,7 @@
  *
  *   state.c                          the global state `g`
  *   util.c procfs.c                  clocks, logs, descriptors, typed errors; /proc parsers
- *   tree.c walk.c shutdown.c         process trees; paths beneath the workdir; the start
+ *   ptree.c walk.c shutdown.c        process trees; paths beneath the workdir; the start
  *                                    of the exit path
  *   out.c                            the output queue, frames, flushing
  *   req.c                            the request table, credit windows
@@ -234,7 +234,7 @@ void tcp_scan_init(tcp_scan_t *s, uint16_t port);
 void tcp_scan_feed(tcp_scan_t *s, const char *p, size_t len);
 void tcp_scan_end(tcp_scan_t *s);
 
-/* ---- tree.c: process trees ---- */
+/* ---- ptree.c: process trees ---- */
 /* Freezes (SIGSTOP) and signals the group `pgid`, every process of the session `pgid`,
  * and their descendants by parent links; continues them afterwards unless sig is
  * SIGKILL or SIGSTOP. Returns the number of processes signalled (the group counts 1 when

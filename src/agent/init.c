@@ -46,7 +46,7 @@
 
 #include "agent.h"
 
-#define INIT_MAX_LIMIT_MS 9000000000000LL /* LIFETIME_MAX_MS (codec/lifetime.h) */
+#define INIT_MAX_LIMIT_MS 9000000000000LL /* LIFETIME_MAX_MS (codec/lifetime_cmd.h) */
 
 static int64_t boot_ms(void) {
   struct timespec ts;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "codec/runspec.h"
-#include "codec/sandboxes.h"
+#include "codec/sandbox_list.h"
 
 const char *forkspec_base_image(json_t *ins) {
   json_t *labels = json_object_get(json_object_get(ins, "Config"), "Labels");

@@ -7,7 +7,7 @@
  *
  * The fork is the parent's configuration (command, environment, user, working
  * directory, labels, ports, resources, security) on the committed image, with its own
- * id, its own ephemeral workspace volume and the fork labels (codec/sandboxes.h): the
+ * id, its own ephemeral workspace volume and the fork labels (codec/sandbox_list.h): the
  * image it owns, its parent, and the image the first ancestor was made from (whose `cp`
  * copies the workspace: the committed images hold what the sandbox changed, the base
  * image only what its owner chose).

@@ -13,7 +13,7 @@
  * long names (pax "path"/"linkpath", GNU 'L'/'K') are kept in a buffer of at most
  * TAR_STREAM_MAX_META bytes, and the archive must end with its end-of-archive block.
  * Names are handed out as the raw bytes they are: judging them (absolute, "..", links)
- * is the caller's job (codec/tree.h).
+ * is the caller's job (codec/tree_rules.h).
  *
  * Owns: a tar_reader_t owns its header block and its long-name buffers. The writer owns
  * nothing.

@@ -29,7 +29,7 @@
 #include "codec/runspec.h"
 #include "engine/agent_image.h"
 #include "engine/agent_place.h"
-#include "engine/exec.h"
+#include "engine/exec_task.h"
 #include "engine/hijack.h"
 #include "engine/timer.h"
 #include "engine/sh/place_agent_sh.h"

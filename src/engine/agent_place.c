@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "codec/lifetime.h"
+#include "codec/lifetime_cmd.h"
 #include "codec/tar.h"
 
 http_req_t *agent_version_req(engine_t *eng) { return http_req_new(eng, "GET", "/version"); }

@@ -3,7 +3,7 @@
  * archive endpoint, and learning which binary the engine needs (its architecture).
  * Used by the agent's connection (engine/agent_conn.c, a running container) and by the
  * lifecycle steps that place the limits' init before a container starts (create,
- * resume, fork: codec/lifetime.h).
+ * resume, fork: codec/lifetime_cmd.h).
  *
  * Owns: nothing; each function returns a request the caller starts and frees.
  */
@@ -29,7 +29,7 @@ const agent_image_t *agent_place_image(engine_t *eng, err_t *err);
 http_req_t *agent_upload_req(engine_t *eng, const char *container, const agent_image_t *img, const char *name,
                              err_t *err);
 /* agent_upload_req of the binary for the engine's architecture (agent_place_image) under
- * LIFETIME_INIT_NAME: the limits' init (codec/lifetime.h). NULL with err set. */
+ * LIFETIME_INIT_NAME: the limits' init (codec/lifetime_cmd.h). NULL with err set. */
 http_req_t *agent_init_upload_req(engine_t *eng, const char *container, err_t *err);
 
 #endif

@@ -53,7 +53,7 @@ void hijack_end_stdin(hijack_t *h);
 void hijack_set_ref(hijack_t *h, int ref);
 /* After on_end without error: 1 when the engine ended the stream with a reset (or the
  * write side broke) instead of an end of file. The output read is complete only if the
- * command had exited by then, which the caller checks (exec.c: the exec's inspection). */
+ * command had exited by then, which the caller checks (exec_task.c: the exec's inspection). */
 int hijack_was_reset(const hijack_t *h);
 /* Closes the connection; no callback runs afterwards. */
 void hijack_close(hijack_t *h);

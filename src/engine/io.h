@@ -5,7 +5,7 @@
  *
  * Owns: the transfer loop (xfer.h), the list of teardown hooks, and the count of libuv
  * handles and requests still open. Modules of the engine layer that keep per-context state
- * (the exec tasks of exec.c) keep it here and register a hook that ends it at close.
+ * (the exec tasks of exec_task.c) keep it here and register a hook that ends it at close.
  *
  * Lifetime: io_new() when the environment starts; io_close() when it ends: `closing` is
  * set (nothing new may start), the hooks run newest first, the transfers are torn down,
@@ -39,7 +39,7 @@ struct io {
   int closing;
   int xfers_closed;
   io_hook_t *hooks;
-  struct exec_task *exec_tasks; /* live exec tasks: owned by engine/exec.c */
+  struct exec_task *exec_tasks; /* live exec tasks: owned by engine/exec_task.c */
   struct ssh_conn *ssh_conns;           /* ssh:// processes still running: engine/sshconn.c */
   struct ssh_transport *ssh_transports; /* ssh:// endpoints' transports: engine/sshconn.c */
   char *agent_dir;                      /* owned by engine/agent_image.c */

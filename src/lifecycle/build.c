@@ -1,6 +1,6 @@
 /*
  * build.c - native.prepareBuildImage (see build.h): the options read, the context read
- * into an archive (engine/build.h), the build task started and its output handed to the
+ * into an archive (engine/build_task.h), the build task started and its output handed to the
  * operation's event callback.
  *
  * Owns: a build op owns its engine reference, its archive (until the task takes it), the
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "codec/buildmsg.h"
-#include "engine/build.h"
+#include "engine/build_task.h"
 #include "lifecycle/client.h"
 #include "napi/args.h"
 #include "napi/convert.h"

@@ -28,11 +28,11 @@
 #include <unistd.h>
 
 #include "base/rand.h"
-#include "codec/lifetime.h"
+#include "codec/lifetime_cmd.h"
 #include "codec/paths.h"
 #include "codec/runspec.h"
 #include "codec/runtimes.h"
-#include "codec/sandboxes.h"
+#include "codec/sandbox_list.h"
 #include "codec/upload.h"
 #include "codec/userspec.h"
 #include "engine/agent_place.h"
@@ -490,7 +490,7 @@ static http_req_t *helper_create_req(create_op_t *op) {
 }
 
 /* The init, when the package has a binary for the engine's architecture (otherwise the
- * limits are kept by the shell loop: codec/lifetime.h). */
+ * limits are kept by the shell loop: codec/lifetime_cmd.h). */
 static void choose_init(create_op_t *op) {
   err_t none;
   err_init(&none);

@@ -24,7 +24,7 @@
 #include "napi/values.h"
 #include "codec/names.h"
 #include "codec/paths.h"
-#include "engine/exec.h"
+#include "engine/exec_task.h"
 
 #define LABEL_PREFIX "anvia.sandbox."
 

@@ -19,7 +19,7 @@
  *   helper -> create
  *   the fork (codec/forkspec.c) -> [its first process is the limits' init: the engine's
  *   architecture when not known, and the package's init placed in the fork, over the
- *   copy the parent's filesystem held (codec/lifetime.h)] -> start it -> read its
+ *   copy the parent's filesystem held (codec/lifetime_cmd.h)] -> start it -> read its
  *   published ports.
  * Rollback (a failure, or the caller's abort): unpause the parent if it is still paused,
  * remove the fork's container, the helper, the volume and the image; their errors are
@@ -41,9 +41,9 @@
 #include "base/rand.h"
 #include "codec/forkspec.h"
 #include "codec/frames.h"
-#include "codec/lifetime.h"
+#include "codec/lifetime_cmd.h"
 #include "codec/runspec.h"
-#include "codec/sandboxes.h"
+#include "codec/sandbox_list.h"
 #include "engine/agent_place.h"
 #include "engine/timer.h"
 #include "lifecycle/lifetime.h"

@@ -19,7 +19,7 @@
  *
  * Idle, precisely: no runtime operation (any call of sandbox.runtime, whichever
  * transport carries it out) has started or been in progress for idleTimeoutMs. The
- * container keeps the time (codec/lifetime.h); the client tells it of activity with a
+ * container keeps the time (codec/lifetime_cmd.h); the client tells it of activity with a
  * SIGUSR1 to its first process through the engine (POST /containers/{id}/kill?signal=
  * SIGUSR1, no process in the container), at most once per idle/4: when an operation
  * starts (unless one was sent less than idle/4 ago), every idle/4 while operations are in
@@ -35,7 +35,7 @@
 #include <node_api.h>
 
 #include "base/err.h"
-#include "codec/lifetime.h"
+#include "codec/lifetime_cmd.h"
 #include "napi/jsenv.h"
 #include "sandbox/sandbox.h"
 

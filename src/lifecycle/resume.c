@@ -2,7 +2,7 @@
  * resume.c - resumeSandbox: find the container by name, rebuild the configuration from
  * its labels exactly as the original does, refuse paused or dead containers, restart a
  * running one, start it, and read its published ports again. A sandbox whose first
- * process is the limits' init (codec/lifetime.h) has the package's binary placed there
+ * process is the limits' init (codec/lifetime_cmd.h) has the package's binary placed there
  * again before the start, whatever the sandbox left at that path.
  */
 #include "lifecycle/resume.h"
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/lifetime.h"
+#include "codec/lifetime_cmd.h"
 #include "codec/runspec.h"
-#include "codec/sandboxes.h"
+#include "codec/sandbox_list.h"
 #include "engine/agent_place.h"
 #include "lifecycle/client.h"
 #include "lifecycle/fork.h"

@@ -5,14 +5,14 @@
  * the per-sandbox outcome until it settles.
  *
  * Listing is one request: GET /containers/json?all=1 with a label filter (the schema
- * label, then the caller's labels), read by codec/sandboxes.c; the state filter is
+ * label, then the caller's labels), read by codec/sandbox_list.c; the state filter is
  * applied to what it read. Pruning lists the same way, selects (see prune_selects), and
  * for each selected sandbox, one after the other: checks that an ephemeral workspace
  * volume really is the sandbox's own (it carries the sandbox's id label, as this package
  * and the original label the volumes they create; a docker-volume workspace is never
  * touched), that a fork's image really is its own (its id label, as POST /commit writes
  * it; the fork labels themselves count only on a container made from that image, see
- * codec/sandboxes.h), removes the container (forced only when it was selected although running,
+ * codec/sandbox_list.h), removes the container (forced only when it was selected although running,
  * by createdBeforeMs: a stopped one that was resumed meanwhile is refused by the engine
  * and reported as failed), the volume, and the image a fork owns (kept when another fork
  * still builds on it: it goes with the last one). A dry run makes the checks and removes

@@ -13,7 +13,7 @@
 #include <node_api.h>
 #include <stdint.h>
 
-#include "codec/sandboxes.h"
+#include "codec/sandbox_list.h"
 
 void sandboxes_register(napi_env env, napi_value exports);
 

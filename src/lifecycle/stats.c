@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/stats.h"
-#include "engine/exec.h"
+#include "codec/stats_parse.h"
+#include "engine/exec_task.h"
 #include "engine/timer.h"
 #include "napi/convert.h"
 #include "napi/op.h"

@@ -12,7 +12,7 @@
 #include "napi/convert.h"
 #include "napi/values.h"
 #include "codec/names.h"
-#include "engine/exec.h"
+#include "engine/exec_task.h"
 
 int check_sandbox_id(napi_env env, napi_value v, err_t *err) {
   char *s = nu_strdup(env, v);

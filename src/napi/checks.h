@@ -22,7 +22,7 @@
 int read_string_record(napi_env env, napi_value v, const char *name, kv_list_t *out, nul_hit_t *hit, err_t *err);
 /*
  * An env (exec's, startProcess's, createSandbox's) must not set ANVIA_SANDBOX_EXEC_ID
- * (EXEC_MARKER_ENV, engine/exec.h): every command runs with it set to its own id, and its
+ * (EXEC_MARKER_ENV, engine/exec_task.h): every command runs with it set to its own id, and its
  * timeout or abort ends the processes carrying that id. A TypeError "Environment variable
  * is reserved: ANVIA_SANDBOX_EXEC_ID", as the original's "Docker label is reserved: ...".
  */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "engine/agent_conn.h"
-#include "engine/exec.h"
+#include "engine/exec_task.h"
 #include "sandbox/sandbox.h"
 
 napi_value agent_exec_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);

@@ -29,7 +29,7 @@
 #include "napi/convert.h"
 #include "napi/values.h"
 #include "runtime/agent_op.h"
-#include "runtime/files.h"
+#include "runtime/engine_files.h"
 #include "runtime/listing.h"
 
 #define LIST_WINDOW (256u * 1024u)

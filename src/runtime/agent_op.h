@@ -5,7 +5,7 @@
  * agent operation is built on.
  *
  * An agent operation is prepared from the same validated request as the engine's (the
- * parse functions of exec_op.c, files.c, ...). When it starts it waits for the agent;
+ * parse functions of exec_op.c, engine_files.c, ...). When it starts it waits for the agent;
  * then it runs there. When the agent cannot be used for this call (it cannot run in this
  * container, or it failed to start), the operation hands its request to the engine's
  * implementation (op_delegate) in transport "auto", or fails with a clear error in

@@ -13,7 +13,7 @@
 #include "napi/args.h"
 #include "napi/convert.h"
 #include "runtime/agent_op.h"
-#include "runtime/ports.h"
+#include "runtime/engine_ports.h"
 
 typedef struct agent_port_op {
   agent_op_t base;

@@ -4,7 +4,7 @@
  */
 #include "runtime/table.h"
 
-#include "runtime/tree.h"
+#include "runtime/tree_front.h"
 
 #include "napi/convert.h"
 #include "napi/values.h"

@@ -5,9 +5,9 @@
 #include "runtime/table.h"
 
 #include "runtime/exec_op.h"
-#include "runtime/files.h"
+#include "runtime/engine_files.h"
 #include "runtime/listing.h"
-#include "runtime/ports.h"
+#include "runtime/engine_ports.h"
 #include "runtime/proc.h"
 #include "runtime/tree_engine.h"
 

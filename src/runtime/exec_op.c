@@ -11,7 +11,7 @@
 
 
 #include "napi/args.h"
-#include "engine/exec.h"
+#include "engine/exec_task.h"
 #include "napi/convert.h"
 #include "napi/values.h"
 #include "napi/op.h"

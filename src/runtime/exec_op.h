@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "base/err.h"
-#include "engine/exec.h"
+#include "engine/exec_task.h"
 #include "napi/op.h"
 #include "sandbox/sandbox.h"
 

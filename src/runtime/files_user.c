@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/exec.h"
+#include "engine/exec_task.h"
 #include "napi/convert.h"
 #include "napi/op.h"
 #include "napi/values.h"

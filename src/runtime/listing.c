@@ -15,7 +15,7 @@
 
 
 #include "napi/args.h"
-#include "engine/exec.h"
+#include "engine/exec_task.h"
 #include "codec/findparse.h"
 #include "napi/convert.h"
 #include "napi/values.h"

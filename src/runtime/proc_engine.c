@@ -11,7 +11,7 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "engine/exec.h"
+#include "engine/exec_task.h"
 #include "runtime/proc_registry.h"
 #include "runtime/sh/group_check_sh.h"
 #include "runtime/sh/proc_stop_sh.h"

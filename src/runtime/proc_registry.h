@@ -30,7 +30,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/tail.h"
-#include "engine/exec.h"
+#include "engine/exec_task.h"
 #include "sandbox/sandbox.h"
 
 #define PROC_MARKER_PREFIX "ANVIA_PROCESS"

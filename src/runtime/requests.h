@@ -1,7 +1,7 @@
 /*
  * requests.h - the runtime operations as plain C requests, read and validated from the
- * caller's options once (by the parse functions of exec_op.c, files.c, listing.c and
- * ports.c; startProcess's is in proc.h), so that any transport can carry them out: the
+ * caller's options once (by the parse functions of exec_op.c, engine_files.c, listing.c
+ * and engine_ports.c; startProcess's is in proc.h), so that any transport can carry them out: the
  * engine's operations are made from them, and the agent transport keeps them to fall back
  * on the engine when the agent cannot run.
  *

@@ -44,7 +44,7 @@ typedef struct runtime_ops {
   runtime_entry_fn process_logs;      /* (sandbox, processId, tailBytes) -> logs, synchronous */
   runtime_entry_fn wait_for_port;     /* (sandbox, options) */
   /* (sandbox, options) -> { token, channel } and (sandbox, selection, options) -> token:
-   * tree transfers (runtime/tree.h). */
+   * tree transfers (runtime/tree_front.h). */
   runtime_entry_fn import_tree;
   runtime_entry_fn export_tree;
 } runtime_ops_t;

@@ -1,5 +1,5 @@
 /*
- * tree_agent.c - the in-sandbox agent's backends for importTree and exportTree (tree.h's
+ * tree_agent.c - the in-sandbox agent's backends for importTree and exportTree (tree_front.h's
  * seam). A transfer is ONE agent EXEC, for every sandbox user (root included), of the
  * scripts the engine's backends run (tree_script.h), its tar stream carried in the agent's
  * DATA frames (engine/agent_conn.h).

@@ -1,5 +1,5 @@
 /*
- * tree_engine.c - the engine's backends for importTree and exportTree (tree.h's seam).
+ * tree_engine.c - the engine's backends for importTree and exportTree (tree_front.h's seam).
  *
  * Import. The entries become one tar stream, built as they are pushed (codec/tarstream.h)
  * and never held whole. It is staged in a hidden directory of the workspace,
@@ -51,7 +51,7 @@
 #include "codec/pathstat.h"
 #include "codec/tarstream.h"
 #include "codec/userspec.h"
-#include "engine/exec.h"
+#include "engine/exec_task.h"
 #include "engine/stream.h"
 #include "engine/timer.h"
 #include "runtime/ancestry.h"

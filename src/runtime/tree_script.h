@@ -15,8 +15,8 @@
 #include "base/err.h"
 #include "base/exec_result.h"
 #include "codec/tarstream.h"
-#include "engine/exec.h"
-#include "runtime/tree.h"
+#include "engine/exec_task.h"
+#include "runtime/tree_front.h"
 
 /* What is kept of a script's stdout and stderr (for its verdict). */
 #define TREE_SCRIPT_OUTPUT 8192

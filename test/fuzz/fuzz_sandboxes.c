@@ -1,7 +1,7 @@
 /*
  * fuzz_sandboxes.c - the parsers of issue 18's engine replies: the container list read
- * as sandboxes (src/codec/sandboxes.c), status lines, the stats reply and du's output
- * (src/codec/stats.c), the lifetime labels (src/codec/lifetime.c) and the fork bodies
+ * as sandboxes (src/codec/sandbox_list.c), status lines, the stats reply and du's output
+ * (src/codec/stats_parse.c), the lifetime labels (src/codec/lifetime_cmd.c) and the fork bodies
  * built from an inspection (src/codec/forkspec.c).
  *
  * Input: any bytes. They go whole to sandboxes_parse (a GET /containers/json body),
@@ -21,9 +21,9 @@
 
 #include "base/err.h"
 #include "codec/forkspec.h"
-#include "codec/lifetime.h"
-#include "codec/sandboxes.h"
-#include "codec/stats.h"
+#include "codec/lifetime_cmd.h"
+#include "codec/sandbox_list.h"
+#include "codec/stats_parse.h"
 #include "fuzz_common.h"
 
 static void check_status(const char *line) {

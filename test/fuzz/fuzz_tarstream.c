@@ -1,6 +1,6 @@
 /*
  * fuzz_tarstream.c - the streaming tar reader of tree exports (src/codec/tarstream.c) and
- * the name mapping of their members (src/codec/tree.c, tree_map_name).
+ * the name mapping of their members (src/codec/tree_rules.c, tree_map_name).
  *
  * Input: one byte that seeds how the rest is cut into pieces, then the archive bytes as
  * GET /containers/{id}/archive or a sandbox's `tar -c` would send them.
@@ -22,7 +22,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "codec/tarstream.h"
-#include "codec/tree.h"
+#include "codec/tree_rules.h"
 #include "fuzz_common.h"
 
 typedef struct rec {

@@ -3,10 +3,10 @@
 # lifetime.sh - run inside the sandbox by the addon (embedded in lifetime_sh.h by
 # scripts/embed-sh.mjs; its comment lines are not sent).
 #
-# sh -c "$LIFETIME_SH" anvia-sandbox-lifetime <idle ms> <max ms>: the limits' loop, process 1 of a sandbox with limits whose image has no room for the init (codec/lifetime.c).
+# sh -c "$LIFETIME_SH" anvia-sandbox-lifetime <idle ms> <max ms>: the limits' loop, process 1 of a sandbox with limits whose image has no room for the init (codec/lifetime_cmd.c).
 #
-# lifetime.c - the limits' two commands (the init's, the shell loop's) and their labels
-# (see lifetime.h). The init itself is src/agent/init.c.
+# lifetime_cmd.c - the limits' two commands (the init's, the shell loop's) and their labels
+# (see lifetime_cmd.h). The init itself is src/agent/init.c.
 #
 # The loop, line by line: TERM and INT end it as the original's keep-alive did; USR1
 # only sets a flag (a trapped signal also interrupts `wait`, status > 128, and the time

@@ -1,5 +1,5 @@
 /*
- * tree.c - the front of importTree and exportTree (see tree.h): what JavaScript talks to,
+ * tree_front.c - the front of importTree and exportTree (see tree_front.h): what JavaScript talks to,
  * whatever transport carries the bytes.
  *
  * Import: JavaScript pushes entries and chunks (lib/tree.js pulls them from the caller's
@@ -20,7 +20,7 @@
  * Owns: the ops (their requests, path sets, queued events, timers) and the channel struct
  * shared with the channel's JavaScript object (freed by whichever lets go last).
  */
-#include "runtime/tree.h"
+#include "runtime/tree_front.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * ports.h - waitForPort on the engine path: the original's /proc/net/tcp probe, run in
+ * engine_ports.h - waitForPort on the engine path: the original's /proc/net/tcp probe, run in
  * the container every intervalMs until something listens or the time is up.
  */
 #ifndef SBX_PORTS_H

@@ -1,9 +1,9 @@
 /*
- * tree.c - quotas, counts, export name mapping and the import's path set (see tree.h).
+ * tree_rules.c - quotas, counts, export name mapping and the import's path set (see tree_rules.h).
  *
  * Owns: the path set's table (digests of the paths, no copies).
  */
-#include "codec/tree.h"
+#include "codec/tree_rules.h"
 
 #include <stdint.h>
 #include <stdlib.h>

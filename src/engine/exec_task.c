@@ -1,11 +1,11 @@
 /*
- * exec.c - exec tasks (see exec.h).
+ * exec_task.c - exec tasks (see exec_task.h).
  *
  * One task: POST /containers/{name}/exec -> upgraded POST /exec/{id}/start (hijack.c)
  * -> GET /exec/{id}/json for the exit code. A timeout or a cancel closes the stream and
  * runs EXEC_KILL_SH in a second exec to end every process of the command.
  */
-#include "engine/exec.h"
+#include "engine/exec_task.h"
 
 #include <stdio.h>
 #include <stdlib.h>

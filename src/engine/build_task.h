@@ -1,5 +1,5 @@
 /*
- * build.h - an image build on the engine (anvia-sandbox create-image): the context's
+ * build_task.h - an image build on the engine (anvia-sandbox create-image): the context's
  * files read from their directory into an archive, then POST /build as `docker build
  * --tag <tag>` sends it (dockerfile=Dockerfile, t=<tag>, version=1: the classic builder;
  * no registry credentials) with the archive streamed as the body, and the engine's build messages rendered as they

@@ -1,5 +1,5 @@
 /*
- * exec.h - running one command in a sandbox: exec create, the upgraded stream (stdin in,
+ * exec_task.h - running one command in a sandbox: exec create, the upgraded stream (stdin in,
  * demultiplexed output out), the exit code, a timeout that ends the command's whole
  * process tree, and cancellation that does the same in the background.
  *

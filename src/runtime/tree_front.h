@@ -1,11 +1,11 @@
 /*
- * tree.h - importTree and exportTree: one operation per call, in two halves joined by a
+ * tree_front.h - importTree and exportTree: one operation per call, in two halves joined by a
  * seam any transport can sit behind.
  *
- *  - The front (tree.c) is what JavaScript talks to, the same for every transport: it
+ *  - The front (tree_front.c) is what JavaScript talks to, the same for every transport: it
  *    reads the call's options once into a plain request (tree_import_req_t,
  *    tree_export_req_t: the transport-neutral description of the transfer), checks every
- *    entry (the writeFile path rules, the quotas of codec/tree.h, byteLength against the
+ *    entry (the writeFile path rules, the quotas of codec/tree_rules.h, byteLength against the
  *    bytes that came), counts what crossed, carries flow control both ways and settles the
  *    promise with the summary or with what went wrong and how far it got.
  *  - A backend (tree_import_backend_t, tree_export_backend_t) moves admitted entries and
@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
-#include "codec/tree.h"
+#include "codec/tree_rules.h"
 #include "napi/op.h"
 #include "sandbox/sandbox.h"
 
@@ -95,7 +95,7 @@ struct tree_import {
   tree_import_req_t req;
   const tree_import_backend_t *backend;
   void *be; /* the backend's state */
-  /* the rest is the front's (tree.c) */
+  /* the rest is the front's (tree_front.c) */
   struct tree_chan *chan;
   tree_pathset_t *seen;
   tree_counts_t counts;
@@ -140,7 +140,7 @@ struct tree_export {
   tree_export_req_t req;
   const tree_export_backend_t *backend;
   void *be;
-  /* the rest is the front's (tree.c) */
+  /* the rest is the front's (tree_front.c) */
   tree_counts_t counts;
   tree_pathset_t *wanted; /* TREE_SEL_FILES: the paths asked for */
   tree_pathset_t *seen;
@@ -171,7 +171,7 @@ void tree_export_heard(tree_export_t *x);
 
 /*
  * A member the backend read, named as its source names it: `root` is the source's top
- * name and `prefix` the selection's workspace path (codec/tree.h's tree_map_name). 0, or
+ * name and `prefix` the selection's workspace path (codec/tree_rules.h's tree_map_name). 0, or
  * -1 with err set (the backend stops and reports it through tree_export_done).
  */
 int tree_export_entry(tree_export_t *x, const char *name, size_t len, const char *root, const char *prefix,

@@ -1,5 +1,5 @@
 /*
- * tree.c - process trees: reading /proc/<pid>/stat, ending a command's whole tree, and
+ * ptree.c - process trees: reading /proc/<pid>/stat, ending a command's whole tree, and
  * counting a process group's members.
  *
  * Owns: the process table of one scan (allocated and freed inside each call).

@@ -1,7 +1,7 @@
 /*
- * stats.c - the stats reply and du's output read as numbers (see stats.h).
+ * stats_parse.c - the stats reply and du's output read as numbers (see stats_parse.h).
  */
-#include "codec/stats.h"
+#include "codec/stats_parse.h"
 
 #include <jansson.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /*
- * lifetime.c - the limits' two commands (the init's, the shell loop's) and their labels
- * (see lifetime.h). The init itself is src/agent/init.c.
+ * lifetime_cmd.c - the limits' two commands (the init's, the shell loop's) and their labels
+ * (see lifetime_cmd.h). The init itself is src/agent/init.c.
  *
  * The loop, line by line: TERM and INT end it as the original's keep-alive did; USR1
  * only sets a flag (a trapped signal also interrupts `wait`, status > 128, and the time
@@ -11,7 +11,7 @@
  * at most the tick k while an idle limit is set) is waited for, again after each
  * signal, so a stop comes between the limit and one second past it.
  */
-#include "codec/lifetime.h"
+#include "codec/lifetime_cmd.h"
 #include "codec/sh/lifetime_sh.h"
 
 #include <stdio.h>
@@ -70,7 +70,7 @@ int lifetime_from_labels(json_t *labels, lifetime_t *out, err_t *err) {
   int64_t *slots[2] = {&out->idle_ms, &out->max_ms};
   for (int i = 0; i < 2; i++) {
     json_t *v = json_object_get(labels, names[i]);
-    /* Empty: written over an image's value (codec/sandboxes.h labels_mask_reserved). */
+    /* Empty: written over an image's value (codec/sandbox_list.h labels_mask_reserved). */
     if (v == NULL || (json_is_string(v) && json_string_length(v) == 0)) continue;
     if (!json_is_string(v) || limit_value(json_string_value(v), slots[i]) != 0)
       return err_sandbox(err, CODE_INVALID_STATE, "Sandbox metadata is invalid: %s", names[i]);

@@ -1,5 +1,5 @@
 /*
- * sandboxes.h - the engine's container list (GET /containers/json?all=1) read as a list
+ * sandbox_list.h - the engine's container list (GET /containers/json?all=1) read as a list
  * of sandboxes: which entries are sandboxes, their state, image, times, workspace, ports,
  * labels and limits; and the engine's status line ("Exited (0) 5 minutes ago") read as
  * how long a container has been stopped.
@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
-#include "codec/lifetime.h"
+#include "codec/lifetime_cmd.h"
 #include "codec/runspec.h"
 #include "codec/spec.h"
 

@@ -1,5 +1,5 @@
 /*
- * lifetime.h - a sandbox's idle and lifetime limits as the container carries them: the
+ * lifetime_cmd.h - a sandbox's idle and lifetime limits as the container carries them: the
  * command its first process runs (it stops the container when a limit is reached, so the
  * limits hold with no client alive), and the labels that bring the limits back on resume.
  *

@@ -1,5 +1,5 @@
 /*
- * tree.h - the transport-neutral description of a tree transfer (importTree, exportTree):
+ * tree_rules.h - the transport-neutral description of a tree transfer (importTree, exportTree):
  * the quotas a transfer is held to and where it stands (its counts), the admission of
  * one entry against them, the paths an import has written (duplicates, implicit parent
  * directories), and the mapping of the names an export reads (hostile: from the sandbox)
@@ -84,7 +84,7 @@ size_t tree_path_depth(const char *path);
  */
 char *tree_map_name(const char *name, size_t len, const char *root, const char *prefix, int *is_root, err_t *err);
 
-/* The paths a transfer has seen, with their kind: kept as digests (see tree.c). */
+/* The paths a transfer has seen, with their kind: kept as digests (see tree_rules.c). */
 typedef struct tree_pathset tree_pathset_t;
 tree_pathset_t *tree_pathset_new(void);
 void tree_pathset_free(tree_pathset_t *s);

@@ -1,5 +1,5 @@
 /*
- * files.c - writeFile/writeTextFile and readFile over the archive endpoints, with no
+ * engine_files.c - writeFile/writeTextFile and readFile over the archive endpoints, with no
  * host temp file and no exec:
  *  - write: the path's ancestors are looked at (ancestry.c); one archive carrying the
  *    missing directories and the file, owned by the sandbox user, is uploaded to the
@@ -15,7 +15,7 @@
  *
  * Owns: each operation owns its path, its data, its requests and the archive.
  */
-#include "runtime/files.h"
+#include "runtime/engine_files.h"
 
 #include <stdlib.h>
 #include <string.h>

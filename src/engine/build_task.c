@@ -1,7 +1,7 @@
 /*
- * build.c - an image build on the engine (see build.h).
+ * build_task.c - an image build on the engine (see build_task.h).
  *
- * Owns: each build_task_t and what build.h lists; the descriptors and file buffers of
+ * Owns: each build_task_t and what build_task.h lists; the descriptors and file buffers of
  * build_context_read (closed and freed before it returns).
  *
  * The reply is fed to the parser inside libcurl's write callback, which only appends to
@@ -10,7 +10,7 @@
  * the stream reports an error the transfer is dropped at once, as the docker CLI closes
  * the reply when it stops reading.
  */
-#include "engine/build.h"
+#include "engine/build_task.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,9 +1,9 @@
 /*
- * sandboxes.c - the container list read as sandboxes, status lines read as stopped-for
+ * sandbox_list.c - the container list read as sandboxes, status lines read as stopped-for
  * bounds, and which reserved labels of a container or an image the package can trust
- * (see sandboxes.h).
+ * (see sandbox_list.h).
  */
-#include "codec/sandboxes.h"
+#include "codec/sandbox_list.h"
 
 #include <jansson.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * files.h - readFile, readTextFilePage and writeFile/writeTextFile on the engine path
+ * engine_files.h - readFile, readTextFilePage and writeFile/writeTextFile on the engine path
  * (the archive endpoints; no host temp file and no exec).
  */
 #ifndef SBX_FILES_H

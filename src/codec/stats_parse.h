@@ -1,5 +1,5 @@
 /*
- * stats.h - one sample of a container's resource use, from the engine's stats reply
+ * stats_parse.h - one sample of a container's resource use, from the engine's stats reply
  * (GET /containers/{id}/stats?stream=false), and the workspace's disk use from the
  * output of `du -sk <dir>`.
  *

@@ -1,10 +1,10 @@
 /*
- * ports.c - waitForPort: resolves with the published port once something listens on the
+ * engine_ports.c - waitForPort: resolves with the published port once something listens on the
  * container port, by the original's /proc/net/tcp and tcp6 probe (LISTEN state on the
  * wildcard address). The probe loops inside the container at the caller's interval, so a
  * wait costs one exec however long it lasts; the caller's timeout bounds that exec.
  */
-#include "runtime/ports.h"
+#include "runtime/engine_ports.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 
 
 #include "napi/args.h"
-#include "engine/exec.h"
+#include "engine/exec_task.h"
 #include "napi/convert.h"
 #include "napi/values.h"
 #include "napi/op.h"
