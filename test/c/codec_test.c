@@ -1,6 +1,6 @@
 /*
  * codec_test.c - standalone driver for frames.c, tar.c, userspec.c, the reserved labels of
- * sandboxes.c and buf.c's escaped messages, without Node: built with
+ * sandbox_list.c and buf.c's escaped messages, without Node: built with
  * -fsanitize=address,undefined and run under valgrind (test/c/Makefile,
  * target `codec`). Each check prints nothing unless it fails; the last line counts.
  */
@@ -11,8 +11,8 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "codec/frames.h"
-#include "codec/lifetime.h"
-#include "codec/sandboxes.h"
+#include "codec/lifetime_cmd.h"
+#include "codec/sandbox_list.h"
 #include "codec/tar.h"
 #include "codec/userspec.h"
 
