@@ -90,6 +90,13 @@ void err_set_cause(err_t *e, const char *cause) {
   e->cause = cause ? strdup(cause) : NULL;
 }
 
+int err_copy(err_t *dst, const err_t *src) {
+  err_set(dst, src->kind, src->code, "%s", src->message ? src->message : "");
+  if (src->details) err_set_details(dst, json_deep_copy(src->details));
+  if (src->cause) err_set_cause(dst, src->cause);
+  return -1;
+}
+
 void err_move(err_t *dst, err_t *src) {
   err_clear(dst);
   *dst = *src;

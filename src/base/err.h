@@ -56,6 +56,9 @@ int err_range(err_t *e, const char *fmt, ...) __attribute__((format(printf, 2, 3
 int err_oom(err_t *e);
 void err_set_details(err_t *e, json_t *details); /* steals the reference */
 void err_set_cause(err_t *e, const char *cause);
+/* Copies src's kind, code, message, details and cause into dst (replacing what dst held).
+ * Returns -1, as the setters. */
+int err_copy(err_t *dst, const err_t *src);
 /* Moves src into dst (dst is cleared first); src is left empty. */
 void err_move(err_t *dst, err_t *src);
 static inline int err_is_set(const err_t *e) { return e->kind != ERRK_NONE; }

@@ -83,7 +83,7 @@ static void engine_link_clear(engine_link_t *l) {
   l->conn = NULL;
 }
 
-int engine_easy_setup(engine_t *e, CURL *c, const char *path, int versioned, engine_link_t *link) {
+static int engine_easy_setup(engine_t *e, CURL *c, const char *path, int versioned, engine_link_t *link) {
   const endpoint_t *ep = &e->ep;
   buf_t url;
   buf_init(&url, 0);
@@ -128,6 +128,26 @@ int engine_easy_setup(engine_t *e, CURL *c, const char *path, int versioned, eng
     }
   }
   return 0;
+}
+
+int engine_easy_common(engine_t *e, CURL *c, const char *path, int versioned, engine_link_t *link, char *errbuf,
+                       curl_write_callback on_header, curl_write_callback on_body, void *ud) {
+  /* The connect timeout first: engine_easy_setup gives ssh:// connections a longer one. */
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+  if (engine_easy_setup(e, c, path, versioned, link) != 0) return -1;
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 256L * 1024L);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, ud);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, ud);
+  return 0;
+}
+
+int engine_curl_lost(CURLcode c) {
+  return is_connect_failure(c) || c == CURLE_GOT_NOTHING || c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR;
 }
 
 /* A transfer failed: 1 with err set when its link explains why (the ssh process failed,
@@ -452,9 +472,7 @@ static void report_done(http_req_t *r) {
   CURLcode result = r->curl_result;
   /* The engine went away (restart, socket gone): ping again before the next request, in
    * case what answers next speaks another API version. */
-  if (result != CURLE_OK && r->versioned && (is_connect_failure(result) || result == CURLE_GOT_NOTHING ||
-                                             result == CURLE_RECV_ERROR || result == CURLE_SEND_ERROR))
-    engine_reset(r->eng);
+  if (result != CURLE_OK && r->versioned && engine_curl_lost(result)) engine_reset(r->eng);
   if (trace_enabled()) {
     double total = 0;
     curl_easy_getinfo(r->job.easy, CURLINFO_TOTAL_TIME, &total);
@@ -468,11 +486,7 @@ static void report_done(http_req_t *r) {
 
 static void fail_before_start(http_req_t *r, const err_t *err) {
   if (err) {
-    err_t copy;
-    err_init(&copy);
-    err_set(&copy, err->kind, err->code, "%s", err->message ? err->message : "");
-    if (err->details) err_set_details(&copy, json_deep_copy(err->details));
-    err_move(&r->pre_err, &copy);
+    err_copy(&r->pre_err, err);
   } else {
     err_oom(&r->pre_err);
   }
@@ -484,17 +498,7 @@ static void fail_before_start(http_req_t *r, const err_t *err) {
 static int launch(http_req_t *r) {
   engine_t *e = r->eng;
   CURL *c = r->job.easy;
-  /* The connect timeout first: engine_easy_setup gives ssh:// connections a longer one. */
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-  if (engine_easy_setup(e, c, r->path, r->versioned, &r->link) != 0) return -1;
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 256L * 1024L);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->errbuf);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+  if (engine_easy_common(e, c, r->path, r->versioned, &r->link, r->errbuf, on_header, on_write, r) != 0) return -1;
   if (strcmp(r->method, "GET") == 0) {
     curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
   } else if (strcmp(r->method, "HEAD") == 0) {
@@ -598,37 +602,42 @@ static int is_connect_failure(CURLcode c) {
 
 int http_req_error(const http_req_t *r, err_t *err) {
   if (err_is_set(&r->pre_err)) {
-    err_set(err, r->pre_err.kind, r->pre_err.code, "%s", r->pre_err.message);
-    if (r->pre_err.details) err_set_details(err, json_deep_copy(r->pre_err.details));
-    return -1;
+    return err_copy(err, &r->pre_err);
   }
   engine_t *e = r->eng;
   if (r->curl_result != CURLE_OK && !r->resp_too_large && engine_link_failure(e, &r->link, err)) return -1;
-  if (r->curl_result != CURLE_OK) {
-    const char *why = r->errbuf[0] ? r->errbuf : curl_easy_strerror(r->curl_result);
-    if (r->resp_too_large) {
-      err_sandbox(err, CODE_DOCKER_COMMAND_FAILED,
-                  "Docker engine reply to %s %s exceeded %zu bytes.", r->method, r->path, r->resp.limit);
-    } else if (is_connect_failure(r->curl_result) && r->status == 0) {
-      err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "Docker engine is not reachable at %s: %s",
-                  engine_display(e), why);
-    } else {
-      err_sandbox(err, CODE_DOCKER_COMMAND_FAILED,
-                  "Docker engine connection failed during %s %s: %s", r->method, r->path, why);
-    }
-    json_t *d = json_pack("{s:s, s:s, s:s, s:s}", "method", r->method, "path", r->path, "endpoint",
-                          engine_display(e), "reason", why);
-    err_set_details(err, d);
-    return -1;
-  }
+  if (r->curl_result != CURLE_OK)
+    return engine_curl_error(e, r->method, r->path, r->curl_result, r->status, r->errbuf, r->resp_too_large,
+                             r->resp.limit, err);
   if (r->status >= 200 && r->status < 300) return 0;
   char *msg = http_req_engine_message(r);
-  err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Docker engine request failed: %s %s (%ld): %s",
-              r->method, r->path, r->status, msg ? msg : "");
-  json_t *d = json_pack("{s:I, s:s, s:s, s:s}", "statusCode", (json_int_t)r->status, "message",
-                        msg ? msg : "", "method", r->method, "path", r->path);
-  err_set_details(err, d);
+  engine_status_error(r->method, r->path, r->status, msg, err);
   free(msg);
+  return -1;
+}
+
+int engine_curl_error(engine_t *e, const char *method, const char *path, CURLcode result, long status,
+                      const char *errbuf, int too_large, size_t limit, err_t *err) {
+  const char *why = errbuf[0] ? errbuf : curl_easy_strerror(result);
+  if (too_large) {
+    err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Docker engine reply to %s %s exceeded %zu bytes.", method, path,
+                limit);
+  } else if (is_connect_failure(result) && status == 0) {
+    err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "Docker engine is not reachable at %s: %s", engine_display(e), why);
+  } else {
+    err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Docker engine connection failed during %s %s: %s", method, path,
+                why);
+  }
+  err_set_details(err, json_pack("{s:s, s:s, s:s, s:s}", "method", method, "path", path, "endpoint",
+                                 engine_display(e), "reason", why));
+  return -1;
+}
+
+int engine_status_error(const char *method, const char *path, long status, const char *msg, err_t *err) {
+  err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Docker engine request failed: %s %s (%ld): %s", method, path, status,
+              msg ? msg : "");
+  err_set_details(err, json_pack("{s:I, s:s, s:s, s:s}", "statusCode", (json_int_t)status, "message", msg ? msg : "",
+                                 "method", method, "path", path));
   return -1;
 }
 

@@ -62,12 +62,29 @@ io_t *engine_io(engine_t *e);
  * exec connections of hijack.c take theirs here too); NULL for other endpoints. */
 ssh_transport_t *engine_ssh(engine_t *e);
 /*
- * Points a libcurl handle at the engine: the URL (the API version prefix when
- * `versioned`, then `path`), and how to connect (unix socket, TCP with TLS settings, or
- * ssh connections; `link`, when not NULL, is what explains their failures). Valid once
- * the engine is ready. 0, or -1 when out of memory.
+ * What every transfer to the engine sets, the requests' (engine.c) and the streamed ones'
+ * (stream.c) alike: a 10 s connect timeout (ssh:// gets a longer one), the URL (the API
+ * version prefix when `versioned`, then `path`) and how to connect (unix socket, TCP with
+ * TLS settings, or ssh connections; `link`, when not NULL, is what explains their
+ * failures), no signals, TCP keep-alive, a 256 KiB receive buffer, `errbuf` (CURL_ERROR_SIZE) and
+ * the header and body callbacks, both given `ud`. Valid once the engine is ready. 0, or
+ * -1 when out of memory.
  */
-int engine_easy_setup(engine_t *e, CURL *c, const char *path, int versioned, engine_link_t *link);
+int engine_easy_common(engine_t *e, CURL *c, const char *path, int versioned, engine_link_t *link, char *errbuf,
+                       curl_write_callback on_header, curl_write_callback on_body, void *ud);
+/* A transfer's failure that means the engine's connection is gone (cannot connect or
+ * resolve, TLS refused, nothing or a broken reply): the caller resets the engine so the
+ * next request connects again. */
+int engine_curl_lost(CURLcode c);
+/* The call's error for a transfer that failed in libcurl (`result`, with its `errbuf`):
+ * over `limit` bytes of reply (`too_large`), the engine unreachable (docker_unavailable),
+ * or the connection lost during `method path`; with their details. Returns -1. */
+int engine_curl_error(engine_t *e, const char *method, const char *path, CURLcode result, long status,
+                      const char *errbuf, int too_large, size_t limit, err_t *err);
+/* The call's error for an engine reply of `status` with the engine's text `msg` (NULL:
+ * none): "Docker engine request failed: METHOD PATH (STATUS): MSG", with its details.
+ * Returns -1. */
+int engine_status_error(const char *method, const char *path, long status, const char *msg, err_t *err);
 /* The engine's architecture (GET /version's Arch: "amd64", "arm64", ...) once learned,
  * else NULL; set by whoever asked the engine first. */
 const char *engine_arch(engine_t *e);

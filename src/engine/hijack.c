@@ -619,8 +619,7 @@ static void on_engine_ready(engine_waiter_t *w, const err_t *err) {
   if (err != NULL) {
     err_t copy;
     err_init(&copy);
-    err_set(&copy, err->kind, err->code, "%s", err->message);
-    if (err->details) err_set_details(&copy, json_deep_copy(err->details));
+    err_copy(&copy, err);
     finish(h, &copy);
     err_clear(&copy);
     return;

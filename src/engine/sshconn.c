@@ -679,8 +679,7 @@ ssh_conn_t *ssh_transport_recent(ssh_transport_t *t, uint64_t since_ns) {
 
 int ssh_transport_spawn_failure(const ssh_transport_t *t, err_t *err) {
   if (!err_is_set(&t->spawn_err)) return 0;
-  err_set(err, t->spawn_err.kind, t->spawn_err.code, "%s", t->spawn_err.message);
-  if (t->spawn_err.details) err_set_details(err, json_deep_copy(t->spawn_err.details));
+  err_copy(err, &t->spawn_err);
   return 1;
 }
 

@@ -3,9 +3,10 @@
  *
  * Owns: each stream_req_t's easy handle, header list, bounded error body and path stat.
  *
- * The connection is set up as engine.c sets up its requests (same URL form, endpoint,
- * TLS files, time-outs and buffer size; kept in step with engine.c's launch by hand), on
- * the same multi handle, so the connection pool is shared. What differs:
+ * The connection is set up by the same function as engine.c's requests
+ * (engine_easy_common: URL form, endpoint, TLS files, time-outs, buffer size), on the same
+ * multi handle, so the connection pool is shared, and a failure reads the same
+ * (engine_curl_error, engine_status_error). What differs:
  *  - an upload is sent with Transfer-Encoding: chunked from a read callback that may
  *    answer "pause" (CURL_READFUNC_PAUSE) when the producer has nothing yet;
  *  - a download's bytes go to on_data, which may answer "pause" (CURL_WRITEFUNC_PAUSE:
@@ -129,20 +130,12 @@ static size_t on_read(char *buf, size_t size, size_t nitems, void *ud) {
 
 /* ---- lifecycle ---- */
 
-static int is_connect_failure(CURLcode c) {
-  return c == CURLE_COULDNT_CONNECT || c == CURLE_COULDNT_RESOLVE_HOST || c == CURLE_COULDNT_RESOLVE_PROXY ||
-         c == CURLE_SSL_CONNECT_ERROR || c == CURLE_OPERATION_TIMEDOUT || c == CURLE_PEER_FAILED_VERIFICATION ||
-         c == CURLE_SSL_CERTPROBLEM || c == CURLE_SSL_CACERT_BADFILE;
-}
-
 static void on_job_done(xfer_t *job, CURLcode result) {
   stream_req_t *r = (stream_req_t *)job;
   r->curl_result = result;
   curl_easy_getinfo(r->job.easy, CURLINFO_RESPONSE_CODE, &r->status);
   r->state = SR_DONE;
-  if (result != CURLE_OK && (is_connect_failure(result) || result == CURLE_GOT_NOTHING ||
-                             result == CURLE_RECV_ERROR || result == CURLE_SEND_ERROR))
-    engine_reset(r->eng);
+  if (result != CURLE_OK && engine_curl_lost(result)) engine_reset(r->eng);
   if (trace_enabled()) {
     double total = 0;
     curl_easy_getinfo(r->job.easy, CURLINFO_TOTAL_TIME, &total);
@@ -153,11 +146,7 @@ static void on_job_done(xfer_t *job, CURLcode result) {
 
 static void fail_before_start(stream_req_t *r, const err_t *err) {
   if (err) {
-    err_t copy;
-    err_init(&copy);
-    err_set(&copy, err->kind, err->code, "%s", err->message ? err->message : "");
-    if (err->details) err_set_details(&copy, json_deep_copy(err->details));
-    err_move(&r->pre_err, &copy);
+    err_copy(&r->pre_err, err);
   } else {
     err_oom(&r->pre_err);
   }
@@ -168,17 +157,7 @@ static void fail_before_start(stream_req_t *r, const err_t *err) {
 static int launch(stream_req_t *r) {
   engine_t *e = r->eng;
   CURL *c = r->job.easy;
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-  /* The URL and the connection (unix socket, TCP and TLS, or ssh), as engine.h's requests. */
-  if (engine_easy_setup(e, c, r->path, 1, NULL) != 0) return -1;
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 256L * 1024L);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->errbuf);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+  if (engine_easy_common(e, c, r->path, 1, NULL, r->errbuf, on_header, on_write, r) != 0) return -1;
   if (r->upload) {
     curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024L);
@@ -264,35 +243,18 @@ static char *stream_req_engine_message(const stream_req_t *r) { return http_erro
 
 int stream_req_error(const stream_req_t *r, err_t *err) {
   if (err_is_set(&r->pre_err)) {
-    err_set(err, r->pre_err.kind, r->pre_err.code, "%s", r->pre_err.message);
-    if (r->pre_err.details) err_set_details(err, json_deep_copy(r->pre_err.details));
-    return -1;
+    return err_copy(err, &r->pre_err);
   }
   engine_t *e = r->eng;
   /* A reply that came with its status is the engine's answer, even if the upload was cut. */
   if (r->status >= 300 && !r->resp_too_large && (r->curl_result == CURLE_OK || r->resp.len > 0)) {
     char *msg = stream_req_engine_message(r);
-    err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Docker engine request failed: %s %s (%ld): %s", r->method, r->path,
-                r->status, msg ? msg : "");
-    err_set_details(err, json_pack("{s:I, s:s, s:s, s:s}", "statusCode", (json_int_t)r->status, "message",
-                                   msg ? msg : "", "method", r->method, "path", r->path));
+    engine_status_error(r->method, r->path, r->status, msg, err);
     free(msg);
     return -1;
   }
-  if (r->curl_result != CURLE_OK) {
-    const char *why = r->errbuf[0] ? r->errbuf : curl_easy_strerror(r->curl_result);
-    if (r->resp_too_large) {
-      err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Docker engine reply to %s %s exceeded %d bytes.", r->method,
-                  r->path, ERROR_BODY_LIMIT);
-    } else if (is_connect_failure(r->curl_result) && r->status == 0) {
-      err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "Docker engine is not reachable at %s: %s", engine_display(e), why);
-    } else {
-      err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Docker engine connection failed during %s %s: %s", r->method,
-                  r->path, why);
-    }
-    err_set_details(err, json_pack("{s:s, s:s, s:s, s:s}", "method", r->method, "path", r->path, "endpoint",
-                                   engine_display(e), "reason", why));
-    return -1;
-  }
+  if (r->curl_result != CURLE_OK)
+    return engine_curl_error(e, r->method, r->path, r->curl_result, r->status, r->errbuf, r->resp_too_large,
+                             ERROR_BODY_LIMIT, err);
   return 0;
 }
