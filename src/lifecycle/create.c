@@ -38,6 +38,7 @@
 #include "engine/agent_place.h"
 #include "lifecycle/client.h"
 #include "lifecycle/lifetime.h"
+#include "lifecycle/steps.h"
 #include "napi/convert.h"
 #include "napi/op.h"
 #include "napi/checks.h"
@@ -69,7 +70,7 @@ typedef enum {
   C_FINISHED,
 } create_step_t;
 
-#define MAX_ROLLBACK_ERRORS 3
+#define MAX_ROLLBACK_ERRORS 3 /* of the undoing's failures, kept for the rejection */
 #define MAX_SECCOMP_BYTES (4 * 1024 * 1024)
 
 typedef struct create_op {
@@ -87,15 +88,9 @@ typedef struct create_op {
   int with_init; /* the limits' init is process 1: placed between the create and the start */
   char *seccomp_tmp;   /* Podman: the profile's private file until the create is answered */
   create_step_t step;
-  http_req_t *req;
+  steps_t st; /* the request in flight, the failure and the rollback's (lifecycle/steps.h) */
   owner_task_t *owner;
   int volume_attempted, container_attempted, helper_attempted, helper_removed;
-  int rolling_back;
-  int cancelled_by_caller;
-  int rollback_when_answered; /* cancelled while a change was in flight */
-  err_t err;
-  err_t rb_err[MAX_ROLLBACK_ERRORS];
-  size_t n_rb_err;
 } create_op_t;
 
 static void step_next(create_op_t *op);
@@ -104,64 +99,25 @@ static void on_resp(http_req_t *req, void *ud);
 
 /* ---- helpers ---- */
 
-static int send_req(create_op_t *op, http_req_t *req) {
-  err_t err;
-  err_init(&err);
-  if (req == NULL) {
-    err_oom(&err);
-  } else if (http_req_start(req, on_resp, op, &err) == 0) {
-    op->req = req;
-    return 0;
-  } else {
-    http_req_free(req);
-  }
-  if (op->rolling_back) {
-    if (op->n_rb_err < MAX_ROLLBACK_ERRORS) err_move(&op->rb_err[op->n_rb_err++], &err);
-    err_clear(&err);
-    return -1;
-  }
-  err_move(&op->err, &err);
-  return -1;
-}
+static int send_req(create_op_t *op, http_req_t *req) { return steps_send(&op->st, req, on_resp, op); }
 
 static http_req_t *req_for(create_op_t *op, const char *method, const char *fmt, const char *name) {
-  char *esc = url_escape(name);
-  if (esc == NULL) return NULL;
-  http_req_t *r = http_req_new(op->eng, method, fmt, esc);
-  free(esc);
-  return r;
-}
-
-/* Replaces a generic engine error with the original's message for this step. */
-static void wrap_failure(err_t *err, const char *message) {
-  if (err->code == NULL || strcmp(err->code, CODE_DOCKER_COMMAND_FAILED) != 0) return;
-  err_t w;
-  err_init(&w);
-  err_sandbox(&w, CODE_DOCKER_COMMAND_FAILED, "%s", message);
-  err_set_details(&w, err->details ? json_incref(err->details) : NULL);
-  err_move(err, &w);
+  return steps_req(&op->st, method, fmt, name);
 }
 
 static void begin_rollback(create_op_t *op) {
-  op->rolling_back = 1;
+  op->st.rolling_back = 1;
   op->step = C_RB_CONTAINER - 1;
   rollback_next(op);
 }
 
 static void fail(create_op_t *op, err_t *err) {
-  if (err != NULL) err_move(&op->err, err);
+  if (err != NULL) err_move(&op->st.err, err);
   begin_rollback(op);
 }
 
 static napi_value build_rejection(op_t *o) {
-  create_op_t *op = (create_op_t *)o;
-  napi_env env = o->js->env;
-  napi_value primary = op->cancelled_by_caller ? op_cancel_reason(o) : nu_error_value(o->js, &op->err);
-  if (op->n_rb_err == 0) return primary;
-  napi_value errors[1 + MAX_ROLLBACK_ERRORS];
-  errors[0] = primary;
-  for (size_t i = 0; i < op->n_rb_err; i++) errors[1 + i] = nu_error_value(o->js, &op->rb_err[i]);
-  return nu_aggregate_error(env, errors, 1 + op->n_rb_err, "Sandbox creation and rollback failed");
+  return steps_rejection(&((create_op_t *)o)->st, o, "Sandbox creation and rollback failed");
 }
 
 static void finish_failed(create_op_t *op) {
@@ -193,13 +149,10 @@ static void rollback_next(create_op_t *op) {
 }
 
 static void on_rollback_resp(create_op_t *op, http_req_t *req) {
-  int not_found = http_req_not_found(req);
-  if (!http_req_ok(req) && !not_found && op->n_rb_err < MAX_ROLLBACK_ERRORS) {
-    err_t *e = &op->rb_err[op->n_rb_err++];
-    http_req_error(req, e);
-    wrap_failure(e, op->step == C_RB_VOLUME ? "Unable to remove Docker sandbox volume."
-                                            : "Unable to remove Docker sandbox.");
-  }
+  /* A 404: what the step removes is gone already. */
+  if (!http_req_ok(req) && !http_req_not_found(req))
+    steps_keep_rb_failure(&op->st, req,
+                          op->step == C_RB_VOLUME ? "Unable to remove Docker sandbox volume." : "Unable to remove Docker sandbox.");
   rollback_next(op);
 }
 
@@ -617,7 +570,7 @@ static void step_next(create_op_t *op) {
 static void check_runtime(create_op_t *op, http_req_t *req, err_t *err) {
   if (!http_req_ok(req)) {
     http_req_error(req, err);
-    wrap_failure(err, "Unable to inspect Docker runtimes.");
+    steps_wrap_failure(err, "Unable to inspect Docker runtimes.");
     return;
   }
   const buf_t *reply = &req->resp;
@@ -662,14 +615,14 @@ static void check_runtime(create_op_t *op, http_req_t *req, err_t *err) {
 
 static void on_resp(http_req_t *req, void *ud) {
   create_op_t *op = ud;
-  op->req = NULL;
+  op->st.req = NULL;
   seccomp_tmp_remove(op); /* read by the engine at create, which has answered now */
-  if (op->rolling_back) {
+  if (op->st.rolling_back) {
     on_rollback_resp(op, req);
     http_req_free(req);
     return;
   }
-  if (op->rollback_when_answered) {
+  if (op->st.rollback_when_answered) {
     /* The change the engine was making is done (or failed): now undo everything. */
     http_req_free(req);
     begin_rollback(op);
@@ -685,7 +638,7 @@ static void on_resp(http_req_t *req, void *ud) {
         err_sandbox(&err, CODE_INVALID_STATE, "A Docker container already exists for sandbox: %s", op->container_name);
       } else if (!not_found) {
         http_req_error(req, &err);
-        wrap_failure(&err, "Unable to check whether the Docker sandbox already exists.");
+        steps_wrap_failure(&err, "Unable to check whether the Docker sandbox already exists.");
       }
       break;
     case C_CHECK_IMAGE:
@@ -693,7 +646,7 @@ static void on_resp(http_req_t *req, void *ud) {
         err_sandbox(&err, CODE_IMAGE_NOT_FOUND, "Docker image is not available locally: %s", op->o.image);
       } else if (!ok) {
         http_req_error(req, &err);
-        wrap_failure(&err, "Unable to inspect Docker image.");
+        steps_wrap_failure(&err, "Unable to inspect Docker image.");
       } else {
         json_t *img = http_req_json(req, &err);
         json_t *user = json_object_get(json_object_get(img, "Config"), "User");
@@ -708,7 +661,7 @@ static void on_resp(http_req_t *req, void *ud) {
         err_sandbox(&err, CODE_VOLUME_NOT_FOUND, "Docker volume does not exist: %s", op->volume_name);
       } else if (!ok) {
         http_req_error(req, &err);
-        wrap_failure(&err, "Unable to inspect Docker volume.");
+        steps_wrap_failure(&err, "Unable to inspect Docker volume.");
       }
       break;
     case C_CHECK_RUNTIME:
@@ -720,7 +673,7 @@ static void on_resp(http_req_t *req, void *ud) {
     case C_INIT_PLACE:
       if (!ok) {
         http_req_error(req, &err);
-        wrap_failure(&err, "Unable to place the sandbox's limits in its container.");
+        steps_wrap_failure(&err, "Unable to place the sandbox's limits in its container.");
       }
       break;
     case C_INSPECT_PORTS:
@@ -764,30 +717,18 @@ static void create_start(op_t *o) {
 static void create_cancel(op_t *o) {
   create_op_t *op = (create_op_t *)o;
   if (o->teardown) {
-    http_req_free(op->req);
-    op->req = NULL;
+    steps_drop_req(&op->st);
     owner_cancel(op->owner);
     op->owner = NULL;
     op_release(o);
     return;
   }
-  if (op->rolling_back) return; /* a failure is being rolled back: it settles the op */
-  op->cancelled_by_caller = 1;
   int changing = op->step == C_CREATE_VOLUME || op->step == C_CREATE_CONTAINER || op->step == C_INIT_PLACE ||
                  op->step == C_HELPER_CREATE ||
                  op->step == C_HELPER_UPLOAD || op->step == C_HELPER_REMOVE || op->step == C_UPLOAD ||
                  op->step == C_START;
-  if (changing && op->req != NULL) {
-    /*
-     * Closing the connection does not stop the engine: a container create it already
-     * received completes after we hang up, and a rollback sent now could run before it.
-     * Let the answer come back first (these requests are short), then roll back.
-     */
-    op->rollback_when_answered = 1;
-    return;
-  }
-  http_req_free(op->req);
-  op->req = NULL;
+  /* A change in flight is short: its answer comes first, then the rollback (steps.h). */
+  if (!steps_cancel(&op->st, changing)) return;
   owner_cancel(op->owner);
   op->owner = NULL;
   begin_rollback(op);
@@ -800,7 +741,6 @@ static napi_value create_result(op_t *o) {
 
 static void create_destroy(op_t *o) {
   create_op_t *op = (create_op_t *)o;
-  http_req_free(op->req);
   seccomp_tmp_remove(op);
   owner_cancel(op->owner);
   sandbox_unref(op->sb);
@@ -811,8 +751,7 @@ static void create_destroy(op_t *o) {
   free(op->helper_name);
   free(op->image_user);
   json_decref(op->image_labels);
-  err_clear(&op->err);
-  for (size_t i = 0; i < op->n_rb_err; i++) err_clear(&op->rb_err[i]);
+  steps_free(&op->st);
 }
 
 static const op_vtable_t create_vt = {
@@ -836,6 +775,7 @@ static napi_value js_prepare_create(napi_env env, napi_callback_info info) {
   if (op == NULL) return NULL;
   op->eng = c->eng;
   engine_ref(c->eng);
+  steps_init(&op->st, op->eng, MAX_ROLLBACK_ERRORS);
   op->transport = c->transport;
   napi_value late = NULL;
   if (create_opts_read(env, argc > 1 ? argv[1] : nu_undefined(env), &op->o, &late, &err) != 0 ||

@@ -47,6 +47,7 @@
 #include "engine/agent_place.h"
 #include "engine/timer.h"
 #include "lifecycle/lifetime.h"
+#include "lifecycle/steps.h"
 #include "napi/convert.h"
 #include "napi/op.h"
 #include "napi/checks.h"
@@ -99,14 +100,10 @@ typedef struct fork_op {
   int volume_attempted, helper_attempted, helper_removed, container_attempted;
   long long copy_status;
   fork_step_t step;
-  http_req_t *req;
+  steps_t st; /* the request in flight, the failure and the rollback's (lifecycle/steps.h) */
   sandbox_t *fork;
-  int rolling_back, cancelled_by_caller, rollback_when_answered;
   sbx_timer_t *rb_timer; /* before asking again for a refused removal */
   int rb_tries;          /* of the current removal */
-  err_t err;
-  err_t rb_err[MAX_RB_ERRORS];
-  size_t n_rb_err;
 } fork_op_t;
 
 static void step_next(fork_op_t *op);
@@ -138,30 +135,10 @@ int fork_image_track(sandbox_t *sb, const char *image, int checked, err_t *err) 
 
 /* ---- requests ---- */
 
-static int send_req(fork_op_t *op, http_req_t *req) {
-  err_t err;
-  err_init(&err);
-  if (req == NULL) err_oom(&err);
-  else if (http_req_start(req, on_resp, op, &err) == 0) {
-    op->req = req;
-    return 0;
-  } else {
-    http_req_free(req);
-  }
-  if (op->rolling_back) {
-    if (op->n_rb_err < MAX_RB_ERRORS) err_move(&op->rb_err[op->n_rb_err++], &err);
-    err_clear(&err);
-  } else {
-    err_move(&op->err, &err);
-  }
-  return -1;
-}
+static int send_req(fork_op_t *op, http_req_t *req) { return steps_send(&op->st, req, on_resp, op); }
 
 static http_req_t *req_for(fork_op_t *op, const char *method, const char *fmt, const char *name) {
-  char *esc = url_escape(name);
-  http_req_t *r = esc ? http_req_new(op->eng, method, fmt, esc) : NULL;
-  free(esc);
-  return r;
+  return steps_req(&op->st, method, fmt, name);
 }
 
 static http_req_t *with_json(http_req_t *req, json_t *body) {
@@ -175,15 +152,6 @@ static http_req_t *with_json(http_req_t *req, json_t *body) {
     return NULL;
   }
   return req;
-}
-
-static void wrap_failure(err_t *err, const char *message) {
-  if (err->code == NULL || strcmp(err->code, CODE_DOCKER_COMMAND_FAILED) != 0) return;
-  err_t w;
-  err_init(&w);
-  err_sandbox(&w, CODE_DOCKER_COMMAND_FAILED, "%s", message);
-  err_set_details(&w, err->details ? json_incref(err->details) : NULL);
-  err_move(err, &w);
 }
 
 static int is_status(const http_req_t *req, long status) { return req->curl_result == CURLE_OK && req->status == status; }
@@ -204,13 +172,13 @@ static int unpaused_anyway(const http_req_t *req) {
 /* ---- rollback ---- */
 
 static void begin_rollback(fork_op_t *op) {
-  op->rolling_back = 1;
+  op->st.rolling_back = 1;
   op->step = R_SIGNAL - 1;
   rollback_next(op);
 }
 
 static void fail(fork_op_t *op, err_t *err) {
-  if (err != NULL) err_move(&op->err, err);
+  if (err != NULL) err_move(&op->st.err, err);
   begin_rollback(op);
 }
 
@@ -221,13 +189,7 @@ static void release_parent(fork_op_t *op) {
 }
 
 static napi_value build_rejection(op_t *o) {
-  fork_op_t *op = (fork_op_t *)o;
-  napi_value primary = op->cancelled_by_caller ? op_cancel_reason(o) : nu_error_value(o->js, &op->err);
-  if (op->n_rb_err == 0) return primary;
-  napi_value errors[1 + MAX_RB_ERRORS];
-  errors[0] = primary;
-  for (size_t i = 0; i < op->n_rb_err; i++) errors[1 + i] = nu_error_value(o->js, &op->rb_err[i]);
-  return nu_aggregate_error(o->js->env, errors, 1 + op->n_rb_err, "Sandbox fork and rollback failed");
+  return steps_rejection(&((fork_op_t *)o)->st, o, "Sandbox fork and rollback failed");
 }
 
 static void rollback_next(fork_op_t *op) {
@@ -297,13 +259,12 @@ static void on_rollback_resp(fork_op_t *op, http_req_t *req) {
   if (op->step == R_UNPAUSE) {
     op->unpaused = 1; /* tried: a 409 means the signal already thawed it */
     release_parent(op);
-    if (!unpaused_anyway(req) && op->n_rb_err < MAX_RB_ERRORS) http_req_error(req, &op->rb_err[op->n_rb_err++]);
-  } else if (op->step != R_SIGNAL && !ok && !not_found && op->n_rb_err < MAX_RB_ERRORS) {
-    err_t *e = &op->rb_err[op->n_rb_err++];
-    http_req_error(req, e);
-    wrap_failure(e, op->step == R_VOLUME  ? "Unable to remove Docker sandbox volume."
-                    : op->step == R_IMAGE ? "Unable to remove the Docker image of a sandbox fork."
-                                          : "Unable to remove Docker sandbox.");
+    if (!unpaused_anyway(req)) steps_keep_rb_failure(&op->st, req, NULL);
+  } else if (op->step != R_SIGNAL && !ok && !not_found) {
+    steps_keep_rb_failure(&op->st, req,
+                          op->step == R_VOLUME  ? "Unable to remove Docker sandbox volume."
+                          : op->step == R_IMAGE ? "Unable to remove the Docker image of a sandbox fork."
+                                                : "Unable to remove Docker sandbox.");
   }
   rollback_next(op);
 }
@@ -506,8 +467,8 @@ static int read_inspection(fork_op_t *op, http_req_t *req, err_t *err) {
 
 static void on_resp(http_req_t *req, void *ud) {
   fork_op_t *op = ud;
-  op->req = NULL;
-  if (op->rolling_back) {
+  op->st.req = NULL;
+  if (op->st.rolling_back) {
     on_rollback_resp(op, req);
     http_req_free(req);
     return;
@@ -517,14 +478,14 @@ static void on_resp(http_req_t *req, void *ud) {
     if (op->step == F_HELPER_CREATE) op->helper_attempted = 0;
     if (op->step == F_CREATE) op->container_attempted = 0;
   }
-  if (op->rollback_when_answered) {
+  if (op->st.rollback_when_answered) {
     if (op->step == F_PAUSE && http_req_ok(req)) op->paused = 1;
     if (op->step == F_COMMIT && http_req_ok(req)) {
-      json_t *j = http_req_json(req, &op->err);
+      json_t *j = http_req_json(req, &op->st.err);
       json_t *id = json_object_get(j, "Id");
       if (json_is_string(id)) op->image = strdup(json_string_value(id));
       json_decref(j);
-      err_clear(&op->err);
+      err_clear(&op->st.err);
     }
     if (op->step == F_UNPAUSE) op->unpaused = 1;
     if (op->step == F_HELPER_REMOVE && (http_req_ok(req) || http_req_not_found(req))) op->helper_removed = 1;
@@ -541,7 +502,7 @@ static void on_resp(http_req_t *req, void *ud) {
         err_sandbox(&err, CODE_INVALID_STATE, "A Docker container already exists for sandbox: %s", op->fork_name);
       } else if (!not_found) {
         http_req_error(req, &err);
-        wrap_failure(&err, "Unable to check whether the Docker sandbox already exists.");
+        steps_wrap_failure(&err, "Unable to check whether the Docker sandbox already exists.");
       }
       break;
     case F_INSPECT:
@@ -637,32 +598,22 @@ static void fork_start(op_t *o) {
 static void fork_cancel(op_t *o) {
   fork_op_t *op = (fork_op_t *)o;
   if (o->teardown) {
-    http_req_free(op->req);
-    op->req = NULL;
+    steps_drop_req(&op->st);
     sbx_timer_cancel(op->rb_timer);
     op->rb_timer = NULL;
     op_release(o);
     return;
   }
-  if (op->rolling_back) return;
-  op->cancelled_by_caller = 1;
   /* Waiting for the copy: stop waiting, the rollback removes the helper (and ends cp). */
   int changing = op->step != F_CHECK && op->step != F_INSPECT && op->step != F_HELPER_WAIT &&
                  op->step != F_HELPER_LOGS && op->step != F_PORTS;
-  if (changing && op->req != NULL) {
-    op->rollback_when_answered = 1;
-    return;
-  }
-  http_req_free(op->req);
-  op->req = NULL;
-  begin_rollback(op);
+  if (steps_cancel(&op->st, changing)) begin_rollback(op);
 }
 
 static napi_value fork_result(op_t *o) { return sandbox_to_js(o->js->env, ((fork_op_t *)o)->fork); }
 
 static void fork_destroy(op_t *o) {
   fork_op_t *op = (fork_op_t *)o;
-  http_req_free(op->req);
   sbx_timer_cancel(op->rb_timer);
   release_parent(op);
   sandbox_unref(op->fork);
@@ -674,8 +625,7 @@ static void fork_destroy(op_t *o) {
   free(op->helper_name);
   free(op->image);
   free(op->ports);
-  err_clear(&op->err);
-  for (size_t i = 0; i < op->n_rb_err; i++) err_clear(&op->rb_err[i]);
+  steps_free(&op->st);
 }
 
 static const op_vtable_t fork_vt = {
@@ -719,6 +669,7 @@ static napi_value js_prepare_fork(napi_env env, napi_callback_info info) {
   fork_op_t *op = op_prepare(env, &fork_vt, sizeof(*op), sb);
   if (op == NULL) return NULL;
   op->eng = sb->eng;
+  steps_init(&op->st, op->eng, MAX_RB_ERRORS);
   engine_ref(sb->eng);
   char uuid[37];
   if (nu_is_undefined(env, id)) op->fork_id = uuid_v4(uuid) == 0 ? strdup(uuid) : NULL;
@@ -756,7 +707,7 @@ static void on_image_removed(http_req_t *req, void *ud) {
     /* 404: gone already. Anything else: leave it (never removed unless proven). */
     if (!http_req_ok(req) && !http_req_not_found(req)) {
       http_req_error(req, &err);
-      wrap_failure(&err, "Unable to remove the Docker image of a sandbox fork.");
+      steps_wrap_failure(&err, "Unable to remove the Docker image of a sandbox fork.");
     }
     http_req_free(req);
     if (ours && !err_is_set(&err)) {
@@ -769,7 +720,7 @@ static void on_image_removed(http_req_t *req, void *ud) {
   /* 404: gone already; 409: another fork builds on it (it goes with the last one). */
   if (!http_req_ok(req) && !http_req_not_found(req) && !is_status(req, 409)) {
     http_req_error(req, &err);
-    wrap_failure(&err, "Unable to remove the Docker image of a sandbox fork.");
+    steps_wrap_failure(&err, "Unable to remove the Docker image of a sandbox fork.");
   }
   http_req_free(req);
   op_settle(&op->op, &err);
