@@ -153,18 +153,40 @@ static int send_bytes(agent_conn_t *c, const uint8_t *p, size_t len) {
   return 0;
 }
 
+/*
+ * Every request type the host sends, once: R(TYPE, its message in codec/agent_wire.h,
+ * where agent_msg_t holds it, its RESULT's message, where agent_event_t receives that).
+ * The encoding of a request and the decoding of its RESULT are made from these rows.
+ */
+#define AGENT_REQUESTS(R)                                      \
+  R(EXEC, exec, u.exec, exec_result, exit)                     \
+  R(READ, read, u.read, read_result, res.read)                 \
+  R(WRITE, write, u.write, write_result, res.write)            \
+  R(MKDIR, mkdir, u.mkdir, mkdir_result, res.mkdir)            \
+  R(LIST, list, u.list, list_result, res.list)                 \
+  R(PORT_WAIT, port_wait, u.port, port_result, res.port)       \
+  R(SIGNAL, signal, u.signal, signal_result, res.signal)       \
+  R(GROUP_ALIVE, group_alive, u.alive, alive_result, res.alive)
+
 static int encode_msg(aw_writer_t *w, uint32_t id, const agent_msg_t *m) {
+#define ENCODE_(type, msg, member, result, into) \
+  case AW_T_##type: return aw_put_##msg(w, id, &m->member);
   switch (m->type) {
-    case AW_T_EXEC: return aw_put_exec(w, id, &m->u.exec);
-    case AW_T_READ: return aw_put_read(w, id, &m->u.read);
-    case AW_T_WRITE: return aw_put_write(w, id, &m->u.write);
-    case AW_T_MKDIR: return aw_put_mkdir(w, id, &m->u.mkdir);
-    case AW_T_LIST: return aw_put_list(w, id, &m->u.list);
-    case AW_T_PORT_WAIT: return aw_put_port_wait(w, id, &m->u.port);
-    case AW_T_SIGNAL: return aw_put_signal(w, id, &m->u.signal);
-    case AW_T_GROUP_ALIVE: return aw_put_group_alive(w, id, &m->u.alive);
+    AGENT_REQUESTS(ENCODE_)
     default: return AW_ERR_TYPE;
   }
+#undef ENCODE_
+}
+
+/* A RESULT for a request of `type`, into ev. AW_OK or the decoder's refusal. */
+static int decode_result(uint8_t type, const uint8_t *p, size_t len, agent_event_t *ev) {
+#define DECODE_(type, msg, member, result, into) \
+  case AW_T_##type: return aw_dec_##result(p, len, &ev->into);
+  switch (type) {
+    AGENT_REQUESTS(DECODE_)
+    default: return AW_ERR_TYPE;
+  }
+#undef DECODE_
 }
 
 /* Encodes into a small buffer, or a frame-sized one when it does not fit. */
@@ -588,19 +610,7 @@ static int on_req_frame(agent_conn_t *c, const aw_header_t *h, const uint8_t *p)
       req_finish(r, &ev);
       return 0;
     case AW_T_RESULT: {
-      int rc;
-      switch (r->type) {
-        case AW_T_EXEC: rc = aw_dec_exec_result(p, h->len, &ev.exit); break;
-        case AW_T_READ: rc = aw_dec_read_result(p, h->len, &ev.res.read); break;
-        case AW_T_WRITE: rc = aw_dec_write_result(p, h->len, &ev.res.write); break;
-        case AW_T_MKDIR: rc = aw_dec_mkdir_result(p, h->len, &ev.res.mkdir); break;
-        case AW_T_LIST: rc = aw_dec_list_result(p, h->len, &ev.res.list); break;
-        case AW_T_PORT_WAIT: rc = aw_dec_port_result(p, h->len, &ev.res.port); break;
-        case AW_T_SIGNAL: rc = aw_dec_signal_result(p, h->len, &ev.res.signal); break;
-        case AW_T_GROUP_ALIVE: rc = aw_dec_alive_result(p, h->len, &ev.res.alive); break;
-        default: rc = AW_ERR_TYPE; break;
-      }
-      if (rc != AW_OK) return is_lie(c, "a result that does not decode");
+      if (decode_result(r->type, p, h->len, &ev) != AW_OK) return is_lie(c, "a result that does not decode");
       ev.type = AE_RESULT;
       req_finish(r, &ev);
       return 0;
