@@ -109,7 +109,7 @@ static napi_value js_prepare_build(napi_env env, napi_callback_info info) {
   else if (!nu_is_nonempty_string(env, context)) err_type(&err, "context must be a non-empty string.");
   else if (!nu_is_nonempty_string(env, tag)) err_type(&err, "tag must be a non-empty string.");
   else if (!nu_is_array(env, files)) err_type(&err, "files must be an array of file names.");
-  if (err_is_set(&err)) return nu_throw_err(jsenv_get(env), &err);
+  if (err_is_set(&err)) return convert_throw_err(jsenv_get(env), &err);
 
   build_op_t *op = op_prepare(env, &build_vt, sizeof(*op), NULL);
   if (op == NULL) return NULL;
@@ -122,7 +122,7 @@ static napi_value js_prepare_build(napi_env env, napi_callback_info info) {
   char *dir = nu_strdup(env, context);
   op->tag = nu_strdup(env, tag);
   if (dir == NULL || op->tag == NULL) err_oom(&err);
-  else if (nu_string_has_nul(env, context) || nu_string_has_nul(env, tag)) err_type(&err, "context and tag must not hold NUL bytes.");
+  else if (args_has_nul(env, context) || args_has_nul(env, tag)) err_type(&err, "context and tag must not hold NUL bytes.");
   else if (args_string_array(env, files, &names, &count, &nul, &err) != 0) { /* err set */
   } else if (nul.found) err_type(&err, "files must not hold NUL bytes.");
   else build_context_read(dir, names, count, &op->archive, &err);

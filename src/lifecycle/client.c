@@ -63,7 +63,7 @@ static napi_value js_client_new(napi_env env, napi_callback_info info) {
   err_init(&err);
   if (argc < 1 || !nu_is_record(env, options)) {
     err_type(&err, "options must be an object.");
-    return nu_throw_err(js, &err);
+    return convert_throw_err(js, &err);
   }
   napi_value docker_path = nu_get(env, options, "dockerPath");
   char *path = NULL;
@@ -73,7 +73,7 @@ static napi_value js_client_new(napi_env env, napi_callback_info info) {
   } else {
     if (!nu_is_nonempty_string(env, docker_path)) {
       err_type(&err, "dockerPath must be a non-empty string.");
-      return nu_throw_err(js, &err);
+      return convert_throw_err(js, &err);
     }
     path = nu_strdup(env, docker_path);
   }
@@ -83,14 +83,14 @@ static napi_value js_client_new(napi_env env, napi_callback_info info) {
     if (!nu_is_nonempty_string(env, host_v)) {
       free(path);
       err_type(&err, "host must be a non-empty string.");
-      return nu_throw_err(js, &err);
+      return convert_throw_err(js, &err);
     }
     host = nu_strdup(env, host_v);
     endpoint_t ep;
     if (endpoint_parse(host, &ep, &err) != 0) {
       free(path);
       free(host);
-      return nu_throw_err(js, &err);
+      return convert_throw_err(js, &err);
     }
     endpoint_free(&ep);
   }
@@ -98,7 +98,7 @@ static napi_value js_client_new(napi_env env, napi_callback_info info) {
   if (read_transport(env, options, &transport, &err) != 0) {
     free(path);
     free(host);
-    return nu_throw_err(js, &err);
+    return convert_throw_err(js, &err);
   }
   client_t *c = calloc(1, sizeof(*c));
   if (c) c->eng = engine_new(js->io, host);
@@ -109,7 +109,7 @@ static napi_value js_client_new(napi_env env, napi_callback_info info) {
     if (c) engine_unref(c->eng);
     free(c);
     err_oom(&err);
-    return nu_throw_err(js, &err);
+    return convert_throw_err(js, &err);
   }
   c->docker_path = path;
   napi_value token = token_wrap(env, TOKEN_CLIENT, c, client_finalize);
@@ -155,7 +155,7 @@ static napi_value js_resolve_endpoint(napi_env env, napi_callback_info info) {
   int rc = endpoint_resolve(host, &penv, &ep, &err);
   for (int i = 0; i < 7; i++) free(vals[i]);
   free(host);
-  if (rc != 0) return nu_throw_err(js, &err);
+  if (rc != 0) return convert_throw_err(js, &err);
   napi_value out = endpoint_to_js(env, &ep);
   endpoint_free(&ep);
   return out;

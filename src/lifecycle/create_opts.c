@@ -472,7 +472,7 @@ static int late_error(napi_env env, napi_value image, create_opts_t *o, create_n
     err_t late;
     err_init(&late);
     err_sandbox(&late, CODE_IMAGE_NOT_FOUND, "Docker image is not available locally: %s", o->image);
-    *out = nu_error_value(jsenv_get(env), &late);
+    *out = convert_error_value(jsenv_get(env), &late);
     err_clear(&late);
     return *out ? 0 : err_oom(err);
   }

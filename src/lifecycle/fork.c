@@ -661,11 +661,11 @@ static napi_value js_prepare_fork(napi_env env, napi_callback_info info) {
   if (!nu_is_undefined(env, options)) {
     if (!nu_is_record(env, options)) {
       err_type(&err, "options must be an object.");
-      return nu_throw_err(js, &err);
+      return convert_throw_err(js, &err);
     }
     id = nu_get(env, options, "id");
   }
-  if (!nu_is_undefined(env, id) && check_sandbox_id(env, id, &err) != 0) return nu_throw_err(js, &err);
+  if (!nu_is_undefined(env, id) && check_sandbox_id(env, id, &err) != 0) return convert_throw_err(js, &err);
   fork_op_t *op = op_prepare(env, &fork_vt, sizeof(*op), sb);
   if (op == NULL) return NULL;
   op->eng = sb->eng;

@@ -123,7 +123,7 @@ static napi_value js_prepare_pull(napi_env env, napi_callback_info info) {
   napi_value image = nu_get(env, options, "image");
   if (!nu_is_record(env, options)) err_type(&err, "options must be an object.");
   else if (!nu_is_nonempty_string(env, image)) err_type(&err, "image must be a non-empty string.");
-  if (err_is_set(&err)) return nu_throw_err(jsenv_get(env), &err);
+  if (err_is_set(&err)) return convert_throw_err(jsenv_get(env), &err);
   pull_op_t *op = op_prepare(env, &pull_vt, sizeof(*op), NULL);
   if (op == NULL) return NULL;
   op->eng = c->eng;

@@ -310,10 +310,10 @@ static napi_value js_prepare_resume(napi_env env, napi_callback_info info) {
   napi_value options = argc > 1 ? argv[1] : nu_undefined(env);
   if (!nu_is_record(env, options)) {
     err_type(&err, "options must be an object.");
-    return nu_throw_err(js, &err);
+    return convert_throw_err(js, &err);
   }
   napi_value id = nu_get(env, options, "id");
-  if (check_sandbox_id(env, id, &err) != 0) return nu_throw_err(js, &err);
+  if (check_sandbox_id(env, id, &err) != 0) return convert_throw_err(js, &err);
   resume_op_t *op = op_prepare(env, &resume_vt, sizeof(*op), NULL);
   if (op == NULL) return NULL;
   op->eng = c->eng;

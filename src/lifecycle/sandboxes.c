@@ -401,7 +401,7 @@ static napi_value list_result(op_t *o) {
       napi_value item;
       napi_create_object(env, &item);
       set(env, item, "id", nu_string(env, op->items[i].id));
-      set(env, item, "error", nu_error_value(o->js, &op->failures[i]));
+      set(env, item, "error", convert_error_value(o->js, &op->failures[i]));
       napi_set_element(env, failed, f++, item);
     }
   }
@@ -485,7 +485,7 @@ static napi_value prepare(napi_env env, napi_callback_info info, int prune) {
   if (nu_is_undefined(env, options)) napi_create_object(env, &options);
   if (!nu_is_record(env, options)) {
     err_type(&err, "options must be an object.");
-    return nu_throw_err(js, &err);
+    return convert_throw_err(js, &err);
   }
   list_op_t *op = op_prepare(env, &list_vt, sizeof(*op), NULL);
   if (op == NULL) return NULL;

@@ -85,10 +85,10 @@ int steps_cancel(steps_t *s, int changing) {
 }
 
 napi_value steps_rejection(steps_t *s, op_t *o, const char *aggregate_message) {
-  napi_value primary = s->cancelled_by_caller ? op_cancel_reason(o) : nu_error_value(o->js, &s->err);
+  napi_value primary = s->cancelled_by_caller ? op_cancel_reason(o) : convert_error_value(o->js, &s->err);
   if (s->n_rb_err == 0) return primary;
   napi_value errors[1 + STEPS_MAX_RB_ERRORS];
   errors[0] = primary;
-  for (size_t i = 0; i < s->n_rb_err; i++) errors[1 + i] = nu_error_value(o->js, &s->rb_err[i]);
+  for (size_t i = 0; i < s->n_rb_err; i++) errors[1 + i] = convert_error_value(o->js, &s->rb_err[i]);
   return nu_aggregate_error(o->js->env, errors, 1 + s->n_rb_err, aggregate_message);
 }

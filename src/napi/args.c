@@ -18,7 +18,7 @@ napi_value args_options(napi_env env, napi_value *argv) {
   err_t err;
   err_init(&err);
   err_type(&err, "options must be an object.");
-  nu_throw_err(jsenv_get(env), &err);
+  convert_throw_err(jsenv_get(env), &err);
   return NULL;
 }
 
@@ -54,7 +54,7 @@ void nul_hit_note(nul_hit_t *hit, size_t index, napi_value key, napi_value value
   hit->value = value;
 }
 
-int nu_string_has_nul(napi_env env, napi_value v) {
+int args_has_nul(napi_env env, napi_value v) {
   size_t len = 0;
   char *s = nu_strdup_len(env, v, &len);
   int has = s != NULL && strlen(s) != len;
@@ -63,7 +63,7 @@ int nu_string_has_nul(napi_env env, napi_value v) {
 }
 
 void argv_nul_note(napi_env env, argv_nul_t *n, size_t pos, napi_value value) {
-  if (value == NULL || (n->found && n->pos <= pos) || !nu_string_has_nul(env, value)) return;
+  if (value == NULL || (n->found && n->pos <= pos) || !args_has_nul(env, value)) return;
   n->found = 1;
   n->pos = pos;
   n->value = value;

@@ -64,6 +64,6 @@ void argv_nul_note_hit(napi_env env, argv_nul_t *n, size_t pos, const nul_hit_t 
 /* Node's TypeError for n's argument; NULL (and err set) when out of memory. */
 napi_value argv_nul_error(napi_env env, const argv_nul_t *n, err_t *err);
 /* Whether a JavaScript string holds a NUL (0 for any other value). */
-int nu_string_has_nul(napi_env env, napi_value v);
+int args_has_nul(napi_env env, napi_value v);
 
 #endif

@@ -30,7 +30,7 @@ static napi_value message_value(napi_env env, const char *text) {
   return v;
 }
 
-napi_value nu_error_value(jsenv_t *js, err_t *err) {
+napi_value convert_error_value(jsenv_t *js, err_t *err) {
   napi_env env = js->env;
   napi_value msg = message_value(env, err->message ? err->message : "Unknown error.");
   napi_value result = NULL;
@@ -68,8 +68,8 @@ napi_value nu_error_value(jsenv_t *js, err_t *err) {
   return result;
 }
 
-napi_value nu_throw_err(jsenv_t *js, err_t *err) {
-  napi_throw(js->env, nu_error_value(js, err));
+napi_value convert_throw_err(jsenv_t *js, err_t *err) {
+  napi_throw(js->env, convert_error_value(js, err));
   err_clear(err);
   return NULL;
 }

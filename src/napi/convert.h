@@ -19,9 +19,9 @@
 #include "sandbox/sandbox.h"
 
 /* Builds the JS error value for err (which stays set). */
-napi_value nu_error_value(jsenv_t *js, err_t *err);
+napi_value convert_error_value(jsenv_t *js, err_t *err);
 /* Throws err as a JS exception and clears it; returns NULL for the caller to return. */
-napi_value nu_throw_err(jsenv_t *js, err_t *err);
+napi_value convert_throw_err(jsenv_t *js, err_t *err);
 /* { stdout, stderr, durationMs, stdoutTruncated, stderrTruncated, status[, exitCode] } */
 napi_value exec_result_to_js(napi_env env, exec_result_t *r);
 /* The object readTextFilePage resolves with. */

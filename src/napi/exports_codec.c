@@ -158,7 +158,7 @@ static napi_value js_tar_build(napi_env env, napi_callback_info info) {
   err_init(&err);
   if (specs == NULL) {
     err_oom(&err);
-    ret = nu_throw_err(jsenv_get(env), &err);
+    ret = convert_throw_err(jsenv_get(env), &err);
     goto done;
   }
   for (uint32_t i = 0; i < n; i++) {
@@ -197,14 +197,14 @@ static napi_value js_tar_build(napi_env env, napi_callback_info info) {
     }
   }
   if (tar_build(specs, n, &out, &err) != 0) {
-    nu_throw_err(jsenv_get(env), &err);
+    convert_throw_err(jsenv_get(env), &err);
     goto done;
   }
   size_t len = out.len;
   uint8_t *bytes = (uint8_t *)buf_steal(&out, NULL);
   if (bytes == NULL) {
     err_oom(&err);
-    nu_throw_err(jsenv_get(env), &err);
+    convert_throw_err(jsenv_get(env), &err);
     goto done;
   }
   ret = nu_uint8array_take(env, bytes, len);
@@ -243,7 +243,7 @@ static napi_value js_tar_peek(napi_env env, napi_callback_info info) {
   err_t err;
   err_init(&err);
   int r = tar_peek(data, len, &hi, &err);
-  if (r < 0) return nu_throw_err(jsenv_get(env), &err);
+  if (r < 0) return convert_throw_err(jsenv_get(env), &err);
   if (r == 0) return nu_null(env);
   napi_value o;
   NU_CALL(env, napi_create_object(env, &o));
@@ -272,19 +272,19 @@ static napi_value js_tar_read_file(napi_env env, napi_callback_info info) {
   err_init(&err);
   if (name == NULL || display == NULL) {
     err_oom(&err);
-    nu_throw_err(jsenv_get(env), &err);
+    convert_throw_err(jsenv_get(env), &err);
     goto done;
   }
   uint64_t max_bytes = max >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)max;
   if (tar_read_file(data, len, name, max_bytes, display, &out, &err) != 0) {
-    nu_throw_err(jsenv_get(env), &err);
+    convert_throw_err(jsenv_get(env), &err);
     goto done;
   }
   size_t n = out.len;
   uint8_t *bytes = (uint8_t *)buf_steal(&out, NULL);
   if (bytes == NULL) {
     err_oom(&err);
-    nu_throw_err(jsenv_get(env), &err);
+    convert_throw_err(jsenv_get(env), &err);
     goto done;
   }
   ret = nu_uint8array_take(env, bytes, n);
@@ -313,12 +313,12 @@ static napi_value js_userspec_resolve(napi_env env, napi_callback_info info) {
   uint32_t uid = 0, gid = 0;
   if (spec == NULL) {
     err_oom(&err);
-    nu_throw_err(jsenv_get(env), &err);
+    convert_throw_err(jsenv_get(env), &err);
     goto done;
   }
   if (userspec_resolve(spec, passwd, passwd ? strlen(passwd) : 0, group, group ? strlen(group) : 0, &uid, &gid,
                        &err) != 0) {
-    nu_throw_err(jsenv_get(env), &err);
+    convert_throw_err(jsenv_get(env), &err);
     goto done;
   }
   napi_value o;

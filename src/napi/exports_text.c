@@ -35,7 +35,7 @@ static napi_value oom(napi_env env) {
   err_t err;
   err_init(&err);
   err_oom(&err);
-  return nu_throw_err(jsenv_get(env), &err);
+  return convert_throw_err(jsenv_get(env), &err);
 }
 
 static int get_args(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
@@ -176,7 +176,7 @@ static napi_value js_normalize_sandbox_path(napi_env env, napi_callback_info inf
   char *r = sandbox_path_normalize_in(s, len, allow_root, workdir, wlen, &err);
   free(s);
   free(workdir);
-  if (r == NULL) return nu_throw_err(jsenv_get(env), &err);
+  if (r == NULL) return convert_throw_err(jsenv_get(env), &err);
   return take_string(env, r, strlen(r));
 }
 
@@ -197,7 +197,7 @@ static napi_value js_parent_sandbox_path(napi_env env, napi_callback_info info) 
     r = sandbox_parent_path(s, &err);
   }
   free(s);
-  if (r == NULL) return nu_throw_err(jsenv_get(env), &err);
+  if (r == NULL) return convert_throw_err(jsenv_get(env), &err);
   return take_string(env, r, strlen(r));
 }
 
@@ -222,7 +222,7 @@ static napi_value js_container_path(napi_env env, napi_callback_info info) {
   }
   free(workdir);
   free(rel);
-  if (r == NULL) return nu_throw_err(jsenv_get(env), &err);
+  if (r == NULL) return convert_throw_err(jsenv_get(env), &err);
   return take_string(env, r, strlen(r));
 }
 
@@ -303,7 +303,7 @@ static napi_value js_parse_listing(napi_env env, napi_callback_info info) {
   err_init(&err);
   int rc = list_parse(data, len, workdir, &entries, &err);
   free(workdir);
-  if (rc < 0) return nu_throw_err(jsenv_get(env), &err);
+  if (rc < 0) return convert_throw_err(jsenv_get(env), &err);
   napi_value arr = entries_to_js(env, &entries);
   list_entries_free(&entries);
   if (arr == NULL) return nu_throw_status(env, "parseListing result");

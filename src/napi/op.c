@@ -71,7 +71,7 @@ void *op_prepare(napi_env env, const op_vtable_t *vt, size_t size, sandbox_t *sb
     err_t err;
     err_init(&err);
     err_oom(&err);
-    nu_throw_err(js, &err);
+    convert_throw_err(js, &err);
   }
   return op;
 }
@@ -114,7 +114,7 @@ oom:
   err_oom(err);
 fail:
   op_free(op);
-  return nu_throw_err(js, err);
+  return convert_throw_err(js, err);
 }
 
 int op_fail_at_start(op_t *op, napi_value error, err_t *err) {
@@ -180,7 +180,7 @@ static void settle(op_t *op, int ok, napi_value (*build)(op_t *op), err_t *err, 
   napi_env env = js->env;
   napi_value v;
   if (use_reason) v = op_cancel_reason(op);
-  else if (err) v = nu_error_value(js, err);
+  else if (err) v = convert_error_value(js, err);
   else if (build) v = build(op);
   else v = nu_undefined(env);
   if (err) err_clear(err);

@@ -147,7 +147,7 @@ napi_value agent_read_prepare(napi_env env, sandbox_t *sb, napi_value *argv, siz
   err_t err;
   err_init(&err);
   char *path = files_parse_read(env, argv, &err);
-  if (path == NULL) return nu_throw_err(js, &err);
+  if (path == NULL) return convert_throw_err(js, &err);
   agent_read_op_t *op = agent_op_prepare(env, &read_kind, sizeof(*op), sb);
   if (op == NULL) {
     free(path);
@@ -261,7 +261,7 @@ napi_value agent_write_prepare(napi_env env, sandbox_t *sb, napi_value *argv, si
   err_t err;
   err_init(&err);
   file_write_req_t req;
-  if (files_parse_write(env, sb, argv, &req, &err) != 0) return nu_throw_err(js, &err);
+  if (files_parse_write(env, sb, argv, &req, &err) != 0) return convert_throw_err(js, &err);
   agent_write_op_t *op = agent_op_prepare(env, &write_kind, sizeof(*op), sb);
   if (op == NULL) {
     file_write_req_free(&req);
@@ -503,7 +503,7 @@ napi_value agent_list_prepare(napi_env env, sandbox_t *sb, napi_value *argv, siz
   err_t err;
   err_init(&err);
   char *path = listing_parse(env, options, &err);
-  if (path == NULL) return nu_throw_err(js, &err);
+  if (path == NULL) return convert_throw_err(js, &err);
   agent_list_op_t *op = agent_op_prepare(env, &list_kind, sizeof(*op), sb);
   if (op == NULL) {
     free(path);

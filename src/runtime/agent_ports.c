@@ -94,7 +94,7 @@ napi_value agent_ports_prepare(napi_env env, sandbox_t *sb, napi_value *argv, si
   err_t err;
   err_init(&err);
   port_wait_req_t req;
-  if (ports_parse(env, sb, options, &req, &err) != 0) return nu_throw_err(js, &err);
+  if (ports_parse(env, sb, options, &req, &err) != 0) return convert_throw_err(js, &err);
   agent_port_op_t *op = agent_op_prepare(env, &port_kind, sizeof(*op), sb);
   if (op == NULL) return NULL;
   op->req = req;

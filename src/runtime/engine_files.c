@@ -360,12 +360,12 @@ napi_value files_prepare_write(napi_env env, sandbox_t *sb, napi_value *argv, si
   err_t err;
   err_init(&err);
   file_write_req_t req;
-  if (files_parse_write(env, sb, argv, &req, &err) != 0) return nu_throw_err(js, &err);
+  if (files_parse_write(env, sb, argv, &req, &err) != 0) return convert_throw_err(js, &err);
   op_t *op = files_engine_write_op(js, sb, &req);
   file_write_req_free(&req);
   if (op == NULL) {
     err_oom(&err);
-    return nu_throw_err(js, &err);
+    return convert_throw_err(js, &err);
   }
   return op_prepared(op, NULL);
 }
@@ -589,12 +589,12 @@ napi_value files_prepare_read(napi_env env, sandbox_t *sb, napi_value *argv, siz
   err_t err;
   err_init(&err);
   char *path = files_parse_read(env, argv, &err);
-  if (path == NULL) return nu_throw_err(js, &err);
+  if (path == NULL) return convert_throw_err(js, &err);
   op_t *op = files_engine_read_op(js, sb, &path);
   free(path);
   if (op == NULL) {
     err_oom(&err);
-    return nu_throw_err(js, &err);
+    return convert_throw_err(js, &err);
   }
   return op_prepared(op, NULL);
 }
@@ -609,10 +609,10 @@ static napi_value js_text_page_options(napi_env env, napi_callback_info info) {
   err_init(&err);
   if (!nu_is_record(env, options)) {
     err_type(&err, "options must be an object.");
-    return nu_throw_err(js, &err);
+    return convert_throw_err(js, &err);
   }
   char *path = args_sandbox_path(env, nu_get(env, options, "path"), "path", 0, &err);
-  if (path == NULL) return nu_throw_err(js, &err);
+  if (path == NULL) return convert_throw_err(js, &err);
   free(path);
   static const char *names[3] = {"startLine", "lineCount", "maxBytes"};
   const int64_t defaults[3] = {1, 500, 64 * 1024};
@@ -624,7 +624,7 @@ static napi_value js_text_page_options(napi_env env, napi_callback_info info) {
     /* options.x ?? default */
     if (!nu_is_undefined(env, v) && nu_typeof(env, v) != napi_null &&
         check_positive_safe_integer(env, v, names[i], &value, &err) != 0)
-      return nu_throw_err(js, &err);
+      return convert_throw_err(js, &err);
     napi_set_named_property(env, out, names[i], nu_number(env, (double)value));
   }
   return out;

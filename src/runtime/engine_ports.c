@@ -149,11 +149,11 @@ napi_value ports_prepare_wait(napi_env env, sandbox_t *sb, napi_value *argv, siz
   err_t err;
   err_init(&err);
   port_wait_req_t req;
-  if (ports_parse(env, sb, options, &req, &err) != 0) return nu_throw_err(js, &err);
+  if (ports_parse(env, sb, options, &req, &err) != 0) return convert_throw_err(js, &err);
   op_t *op = ports_engine_op(js, sb, &req);
   if (op == NULL) {
     err_oom(&err);
-    return nu_throw_err(js, &err);
+    return convert_throw_err(js, &err);
   }
   return op_prepared(op, NULL);
 }

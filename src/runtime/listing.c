@@ -159,6 +159,6 @@ napi_value listing_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t
   char *path = listing_parse(env, options, &err);
   op_t *op = path ? listing_engine_op(js, sb, path, &err) : NULL;
   free(path);
-  if (op == NULL) return nu_throw_err(js, &err);
+  if (op == NULL) return convert_throw_err(js, &err);
   return op_prepared(op, NULL);
 }

@@ -21,7 +21,7 @@ static proc_registry_t *active_registry(napi_env env, sandbox_t *sb) {
   if (pm == NULL) err_oom(&err);
   else if (pm->disposed) proc_error(&err, "Sandbox process manager has been disposed.%s", "");
   else return pm;
-  nu_throw_err(jsenv_get(env), &err);
+  convert_throw_err(jsenv_get(env), &err);
   return NULL;
 }
 
@@ -49,7 +49,7 @@ napi_value proc_logs(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc)
   if (r == NULL) {
     proc_error(&err, "Unknown sandbox process: %s", id ? id : "");
     free(id);
-    return nu_throw_err(jsenv_get(env), &err);
+    return convert_throw_err(jsenv_get(env), &err);
   }
   free(id);
   size_t want = SIZE_MAX;
@@ -65,7 +65,7 @@ napi_value proc_logs(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc)
     uint8_t *bytes = tail_copy(tails[k], want, &n);
     if (bytes == NULL) {
       err_oom(&err);
-      return nu_throw_err(jsenv_get(env), &err);
+      return convert_throw_err(jsenv_get(env), &err);
     }
     truncated[k] = tails[k]->truncated || n < tails[k]->len;
     napi_set_named_property(env, o, names[k], nu_uint8array_take(env, bytes, n));

@@ -312,7 +312,7 @@ napi_value proc_prepare_stop(napi_env env, sandbox_t *sb, napi_value *argv, size
   napi_value g = nu_get(env, options, "gracePeriodMs");
   if (check_nonempty_string(env, pid, "processId", &err) ||
       (!nu_is_undefined(env, g) && check_nonnegative_safe_integer(env, g, "gracePeriodMs", &grace, &err)))
-    return nu_throw_err(jsenv_get(env), &err);
+    return convert_throw_err(jsenv_get(env), &err);
   stop_op_t *op = op_prepare(env, &stop_vt, sizeof(*op), sb);
   if (op == NULL) return NULL;
   err_init(&op->err);

@@ -447,12 +447,12 @@ napi_value tree_import_prepare(napi_env env, sandbox_t *sb, napi_value *argv, si
   else req.dest = args_sandbox_path(env, path, "path", 1, &err);
   if (req.dest == NULL) {
     if (!err_is_set(&err)) err_oom(&err);
-    return nu_throw_err(js, &err);
+    return convert_throw_err(js, &err);
   }
   strip_slashes(req.dest);
   if ((options ? read_quotas(env, options, sb, &req.quota, &err) : (tree_quota_defaults(&req.quota, (uint64_t)sb->runtime.max_file_bytes), 0)) != 0) {
     tree_import_req_free(&req);
-    return nu_throw_err(js, &err);
+    return convert_throw_err(js, &err);
   }
   tree_import_t *t = op_prepare(env, &import_vt, sizeof(*t), sb);
   if (t == NULL) {
@@ -972,7 +972,7 @@ napi_value tree_export_prepare(napi_env env, sandbox_t *sb, napi_value *argv, si
   return op_prepared(&x->op, &err);
 fail:
   tree_export_req_free(&req);
-  return nu_throw_err(js, &err);
+  return convert_throw_err(js, &err);
 }
 
 void tree_register(napi_env env, napi_value exports) {
