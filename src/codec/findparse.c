@@ -199,7 +199,7 @@ static int parse_record(const char *type, size_t type_len, const char *size, siz
     entry->has_size = 1;
     entry->size = n;
   }
-  entry->path = sandbox_path_normalize(relative, rel_len, 0, err);
+  entry->path = paths_normalize(relative, rel_len, 0, err);
   free(relative);
   return entry->path ? 0 : -1;
 }

@@ -314,7 +314,7 @@ static char *relative_to_workdir(const char *workdir, size_t workdir_len, const 
   return rel;
 }
 
-char *sandbox_path_normalize_in(const char *input, size_t len, int allow_root, const char *workdir,
+char *paths_normalize_in(const char *input, size_t len, int allow_root, const char *workdir,
                                 size_t workdir_len, err_t *err) {
   char *shown = NULL, *slashed = NULL, *normalized = NULL;
   size_t nlen = 0;
@@ -367,22 +367,22 @@ fail:
   return NULL;
 }
 
-char *sandbox_path_normalize(const char *input, size_t len, int allow_root, err_t *err) {
-  return sandbox_path_normalize_in(input, len, allow_root, NULL, 0, err);
+char *paths_normalize(const char *input, size_t len, int allow_root, err_t *err) {
+  return paths_normalize_in(input, len, allow_root, NULL, 0, err);
 }
 
-size_t sandbox_path_depth(const char *normalized) {
+size_t paths_depth(const char *normalized) {
   size_t depth = 0;
   for (const char *p = normalized; *p; p++)
     if (*p != '/' && (p == normalized || p[-1] == '/')) depth++;
   return depth;
 }
 
-char *sandbox_path_argument(const char *input, size_t len, int allow_root, err_t *err) {
-  char *normalized = sandbox_path_normalize(input, len, allow_root, err);
+char *paths_argument(const char *input, size_t len, int allow_root, err_t *err) {
+  char *normalized = paths_normalize(input, len, allow_root, err);
   if (normalized == NULL) return NULL;
   size_t nlen = strlen(normalized);
-  size_t depth = nlen > SANDBOX_PATH_MAX_BYTES ? 0 : sandbox_path_depth(normalized);
+  size_t depth = nlen > SANDBOX_PATH_MAX_BYTES ? 0 : paths_depth(normalized);
   if (nlen > SANDBOX_PATH_MAX_BYTES) {
     err_sandbox(err, CODE_INVALID_PATH, "Sandbox path is too long: %zu bytes (at most %d).", nlen,
                 SANDBOX_PATH_MAX_BYTES);
@@ -396,9 +396,9 @@ char *sandbox_path_argument(const char *input, size_t len, int allow_root, err_t
   return NULL;
 }
 
-char *sandbox_container_path(const char *workdir, const char *relative, err_t *err) {
+char *paths_container(const char *workdir, const char *relative, err_t *err) {
   char *normalized = NULL, *base = NULL, *result = NULL;
-  normalized = sandbox_path_normalize(relative, strlen(relative), 1, err);
+  normalized = paths_normalize(relative, strlen(relative), 1, err);
   if (normalized == NULL) return NULL;
   base = posix_normalize(workdir);
   if (base == NULL) goto oom;
@@ -419,8 +419,8 @@ oom:
   return NULL;
 }
 
-char *sandbox_parent_path(const char *relative, err_t *err) {
-  char *normalized = sandbox_path_normalize(relative, strlen(relative), 0, err);
+char *paths_parent(const char *relative, err_t *err) {
+  char *normalized = paths_normalize(relative, strlen(relative), 0, err);
   if (normalized == NULL) return NULL;
   char *parent = posix_dirname(normalized);
   free(normalized);

@@ -42,7 +42,7 @@ char *posix_relative_n(const char *from, size_t from_len, const char *to, size_t
  * relative: <input>", "... cannot leave the workspace: <input>", "... must refer to a file
  * or directory inside the workspace."). `len` is the byte length (the input may hold NULs).
  */
-char *sandbox_path_normalize(const char *input, size_t len, int allow_root, err_t *err);
+char *paths_normalize(const char *input, size_t len, int allow_root, err_t *err);
 /*
  * The agent tools' form (upstream's normalizeSandboxPath(input, { allowRoot, workdir })): an
  * input that normalizes to an absolute path is accepted when it lies in the workdir, and is
@@ -50,10 +50,10 @@ char *sandbox_path_normalize(const char *input, size_t len, int allow_root, err_
  * checks above, so "/workspace/app/" in "/workspace" is "app" and "/workspace-other/x" "cannot
  * leave the workspace". `workdir` (length `workdir_len`, NULs allowed) must be absolute for
  * that; NULL or a relative workdir keeps "must be relative", and a relative input is judged
- * exactly as by sandbox_path_normalize, which is this function with workdir NULL. The
+ * exactly as by paths_normalize, which is this function with workdir NULL. The
  * runtime's own paths never come here with a workdir: they stay relative-only.
  */
-char *sandbox_path_normalize_in(const char *input, size_t len, int allow_root, const char *workdir,
+char *paths_normalize_in(const char *input, size_t len, int allow_root, const char *workdir,
                                 size_t workdir_len, err_t *err);
 /*
  * The bounds of a sandbox path given as an argument (a runtime call's path or cwd,
@@ -68,19 +68,19 @@ char *sandbox_path_normalize_in(const char *input, size_t len, int allow_root, c
 #define SANDBOX_PATH_MAX_DEPTH 256
 
 /*
- * sandbox_path_normalize, then the bounds above: NULL with an invalid_path
+ * paths_normalize, then the bounds above: NULL with an invalid_path
  * DockerSandboxError "Sandbox path is too long: <n> bytes (at most 4096)." or "Sandbox path
  * is too deep: <n> components (at most 256).". The original's own errors come first, with
  * its messages. Entries read back from a container (a listing) are not arguments and are
  * not bounded.
  */
-char *sandbox_path_argument(const char *input, size_t len, int allow_root, err_t *err);
+char *paths_argument(const char *input, size_t len, int allow_root, err_t *err);
 /* The number of components of a normalized path ("." and "a" are 1, "a/b/" is 2). */
-size_t sandbox_path_depth(const char *normalized);
+size_t paths_depth(const char *normalized);
 
 /* containerPath(workdir, relative): normalize(workdir), joined with the normalized path. */
-char *sandbox_container_path(const char *workdir, const char *relative, err_t *err);
+char *paths_container(const char *workdir, const char *relative, err_t *err);
 /* parentSandboxPath(relative): "." or the normalized parent. */
-char *sandbox_parent_path(const char *relative, err_t *err);
+char *paths_parent(const char *relative, err_t *err);
 
 #endif

@@ -239,7 +239,7 @@ static int read_entry(json_t *c, sandbox_summary_t *s) {
   json_t *schema = json_object_get(labels, LABEL_SCHEMA);
   json_t *id = json_object_get(labels, LABEL_ID);
   if (!json_is_string(schema) || strcmp(json_string_value(schema), SBX_SCHEMA_VERSION) != 0) return 0;
-  if (!json_is_string(id) || !sandbox_id_valid(json_string_value(id))) return 0;
+  if (!json_is_string(id) || !spec_id_valid(json_string_value(id))) return 0;
   json_t *state = json_object_get(c, "State");
   if (!json_is_string(state) || sbx_state_from_engine(json_string_value(state), &s->state) != 0) return 0;
   char *name = container_name_for(json_string_value(id));
@@ -299,7 +299,7 @@ static void summary_free(sandbox_summary_t *s) {
   memset(s, 0, sizeof(*s));
 }
 
-void sandbox_summaries_free(sandbox_summary_t *s, size_t n) {
+void sandbox_list_free(sandbox_summary_t *s, size_t n) {
   for (size_t i = 0; s != NULL && i < n; i++) summary_free(&s[i]);
   free(s);
 }
@@ -324,7 +324,7 @@ int sandboxes_parse(const uint8_t *body, size_t len, sandbox_summary_t **out, si
   json_array_foreach(list, i, c) {
     int rc = read_entry(c, &items[kept]);
     if (rc < 0) {
-      sandbox_summaries_free(items, kept + 1);
+      sandbox_list_free(items, kept + 1);
       json_decref(list);
       return err_oom(err);
     }

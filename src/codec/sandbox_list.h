@@ -4,7 +4,7 @@
  * labels and limits; and the engine's status line ("Exited (0) 5 minutes ago") read as
  * how long a container has been stopped.
  *
- * Owns: a sandbox_summary_t owns its strings, ports and labels (sandbox_summaries_free
+ * Owns: a sandbox_summary_t owns its strings, ports and labels (sandbox_list_free
  * frees an array of them).
  *
  * An entry is a sandbox when its labels say schema "1" and carry a valid id, and one of
@@ -94,7 +94,7 @@ typedef struct sandbox_summary {
 /* Parses the reply. *out (NULL when none) and *n are set on success (0); -1 with err set
  * (docker_command_failed) when the body is not a JSON array, or out of memory. */
 int sandboxes_parse(const uint8_t *body, size_t len, sandbox_summary_t **out, size_t *n, err_t *err);
-void sandbox_summaries_free(sandbox_summary_t *s, size_t n);
+void sandbox_list_free(sandbox_summary_t *s, size_t n);
 
 /*
  * The engine's status line of an exited container, "Exited (<code>) <duration> ago",

@@ -45,7 +45,7 @@ void create_opts_free(create_opts_t *o) {
   memset(o, 0, sizeof(*o));
 }
 
-int sandbox_id_valid(const char *id) {
+int spec_id_valid(const char *id) {
   size_t n = strlen(id);
   if (n < 1 || n > 63) return 0;
   for (size_t i = 0; i < n; i++) {

@@ -94,6 +94,6 @@ void kv_list_free(kv_list_t *l);
  * memory. O(n log n). */
 int spec_find_conflict(const create_opts_t *o, const char **path);
 /* The original's id pattern: /^[a-z0-9](?:[a-z0-9_.-]{0,62})$/ */
-int sandbox_id_valid(const char *id);
+int spec_id_valid(const char *id);
 
 #endif

@@ -424,7 +424,7 @@ static void list_destroy(op_t *o) {
   free(op->volume_ours);
   free(op->image_ours);
   free(op->removed);
-  sandbox_summaries_free(op->items, op->n);
+  sandbox_list_free(op->items, op->n);
 }
 
 static const op_vtable_t list_vt = {

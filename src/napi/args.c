@@ -35,7 +35,7 @@ char *args_sandbox_path(napi_env env, napi_value v, const char *name, int allow_
     return NULL;
   }
   napi_get_value_string_utf8(env, v, raw, len + 1, &len);
-  char *n = sandbox_path_argument(raw, len, allow_root, err);
+  char *n = paths_argument(raw, len, allow_root, err);
   free(raw);
   return n;
 }

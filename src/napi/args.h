@@ -19,7 +19,7 @@
  * NULL with the original's TypeError "options must be an object." pending. */
 napi_value args_options(napi_env env, napi_value *argv);
 /* normalizeSandboxPath(value, { allowRoot }) of a JS value, NULs kept, within the bounds of
- * a path argument (sandbox_path_argument); a non-string is a TypeError "<name> must be a
+ * a path argument (paths_argument); a non-string is a TypeError "<name> must be a
  * string.". */
 char *args_sandbox_path(napi_env env, napi_value v, const char *name, int allow_root, err_t *err);
 /*

@@ -18,7 +18,7 @@ int check_sandbox_id(napi_env env, napi_value v, err_t *err) {
   char *s = nu_strdup(env, v);
   size_t len = 0;
   if (s) napi_get_value_string_utf8(env, v, NULL, 0, &len);
-  int ok = s != NULL && strlen(s) == len && sandbox_id_valid(s);
+  int ok = s != NULL && strlen(s) == len && spec_id_valid(s);
   free(s);
   if (!ok) return err_type(err, "Sandbox id must be 1-63 lowercase letters, numbers, dots, underscores, or hyphens.");
   return 0;

@@ -173,7 +173,7 @@ static napi_value js_normalize_sandbox_path(napi_env env, napi_callback_info inf
   }
   err_t err;
   err_init(&err);
-  char *r = sandbox_path_normalize_in(s, len, allow_root, workdir, wlen, &err);
+  char *r = paths_normalize_in(s, len, allow_root, workdir, wlen, &err);
   free(s);
   free(workdir);
   if (r == NULL) return convert_throw_err(jsenv_get(env), &err);
@@ -192,9 +192,9 @@ static napi_value js_parent_sandbox_path(napi_env env, napi_callback_info info) 
   char *r = NULL;
   /* The C form takes a C string: a NUL inside must reach the null-byte check first. */
   if (memchr(s, '\0', len) != NULL) {
-    free(sandbox_path_normalize(s, len, 0, &err)); /* always fails: sets err */
+    free(paths_normalize(s, len, 0, &err)); /* always fails: sets err */
   } else {
-    r = sandbox_parent_path(s, &err);
+    r = paths_parent(s, &err);
   }
   free(s);
   if (r == NULL) return convert_throw_err(jsenv_get(env), &err);
@@ -216,9 +216,9 @@ static napi_value js_container_path(napi_env env, napi_callback_info info) {
   err_init(&err);
   char *r = NULL;
   if (memchr(rel, '\0', rlen) != NULL) {
-    free(sandbox_path_normalize(rel, rlen, 1, &err)); /* always fails: sets err */
+    free(paths_normalize(rel, rlen, 1, &err)); /* always fails: sets err */
   } else {
-    r = sandbox_container_path(workdir, rel, &err);
+    r = paths_container(workdir, rel, &err);
   }
   free(workdir);
   free(rel);

@@ -139,7 +139,7 @@ int ancestry_start(sandbox_t *sb, const char *rel, ancestry_done_fn done, void *
   a->count = count;
   char *name = url_escape(sb->container_name);
   for (size_t i = 0; i < count; i++) {
-    char *abs = sandbox_container_path(sb->workdir, list[i], err);
+    char *abs = paths_container(sb->workdir, list[i], err);
     char *eabs = abs ? url_escape(abs) : NULL;
     free(abs);
     a->probes[i].owner = a;

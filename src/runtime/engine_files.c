@@ -109,7 +109,7 @@ static void on_uploaded(http_req_t *req, void *ud) {
     char *name = req->status >= 400 ? url_escape(op->op.sb->container_name) : NULL;
     err_t perr;
     err_init(&perr);
-    char *target = name ? sandbox_container_path(op->op.sb->workdir, op->path, &perr) : NULL;
+    char *target = name ? paths_container(op->op.sb->workdir, op->path, &perr) : NULL;
     err_clear(&perr);
     char *etarget = target ? url_escape(target) : NULL;
     op->req = etarget ? http_req_new(op->op.sb->eng, "HEAD", "/containers/%s/archive?path=%s", name, etarget) : NULL;
@@ -161,7 +161,7 @@ static void upload(write_op_t *op) {
   if (path_ancestors(op->path, &anc, &n) != 0) goto oom;
   const char *base_rel = r->existing > 0 ? anc[r->existing - 1] : ".";
   size_t skip = r->existing > 0 ? strlen(base_rel) + 1 : 0;
-  char *target = sandbox_container_path(s->workdir, base_rel, &err);
+  char *target = paths_container(s->workdir, base_rel, &err);
   upload_plan_t plan;
   upload_plan_init(&plan, s->uid, s->gid);
   int rc = target ? 0 : -1;
@@ -483,7 +483,7 @@ static void read_start(op_t *o) {
   sandbox_t *s = op->op.sb;
   err_t err;
   err_init(&err);
-  char *abs = sandbox_container_path(s->workdir, op->path, &err);
+  char *abs = paths_container(s->workdir, op->path, &err);
   char *eabs = abs ? url_escape(abs) : NULL;
   char *name = url_escape(s->container_name);
   free(abs);

@@ -67,7 +67,7 @@ int exec_spec_from_js(napi_env env, napi_value options, sandbox_t *sb, exec_spec
   }
   for (size_t i = 0; i < envs.count; i++)
     if (exec_spec_add_env(spec, envs.items[i].key, envs.items[i].value) != 0) goto oom;
-  spec->workdir = sandbox_container_path(sb->workdir, cwd ? cwd : ".", err);
+  spec->workdir = paths_container(sb->workdir, cwd ? cwd : ".", err);
   if (spec->workdir == NULL) goto fail;
   if (!nu_is_undefined(env, input)) {
     spec->has_input = 1;

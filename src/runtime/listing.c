@@ -85,7 +85,7 @@ static void run_listing(list_op_t *op) {
   const char *sh[] = {"sh", "-c", LIST_SH, "anvia-list", op->target};
   op->fallback = op->fallback || s->find_lacks_printf;
   int rc = op->fallback ? exec_spec_set_argv(&spec, sh, 5) : exec_spec_set_argv(&spec, gnu, 8);
-  spec.workdir = sandbox_container_path(s->workdir, ".", &err);
+  spec.workdir = paths_container(s->workdir, ".", &err);
   spec.timeout_ms = s->runtime.command_timeout_ms;
   spec.max_output = (size_t)s->runtime.max_output_bytes;
   spec.kill_tree = 1;
@@ -136,7 +136,7 @@ char *listing_parse(napi_env env, napi_value options, err_t *err) {
 }
 
 op_t *listing_engine_op(jsenv_t *js, sandbox_t *sb, const char *path, err_t *err) {
-  char *target = sandbox_container_path(sb->workdir, path, err);
+  char *target = paths_container(sb->workdir, path, err);
   if (target == NULL) return NULL;
   list_op_t *op = op_new(js, &list_vt, sizeof(*op), sb);
   if (op == NULL) {

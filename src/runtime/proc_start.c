@@ -373,7 +373,7 @@ int proc_start_req_from_js(napi_env env, sandbox_t *sb, napi_value options, proc
     goto fail;
   req->command = nu_strdup(env, command);
   req->cwd_raw = nu_is_undefined(env, cwd) ? NULL : nu_strdup(env, cwd);
-  req->workdir = sandbox_container_path(sb->workdir, cwd_norm ? cwd_norm : ".", err);
+  req->workdir = paths_container(sb->workdir, cwd_norm ? cwd_norm : ".", err);
   if (err_is_set(err)) goto fail;
   if (req->command == NULL || req->workdir == NULL || (!nu_is_undefined(env, cwd) && req->cwd_raw == NULL)) {
     err_oom(err);

@@ -784,7 +784,7 @@ static void start_get(eng_export_t *b, const char *rel) {
   sandbox_t *sb = b->x->op.sb;
   err_t err;
   err_init(&err);
-  char *abs = strcmp(rel, ".") == 0 ? strdup(sb->workdir) : sandbox_container_path(sb->workdir, rel, &err);
+  char *abs = strcmp(rel, ".") == 0 ? strdup(sb->workdir) : paths_container(sb->workdir, rel, &err);
   char *eabs = abs ? url_escape(abs) : NULL;
   char *name = url_escape(sb->container_name);
   free(abs);

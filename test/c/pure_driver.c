@@ -37,7 +37,7 @@ static void check_int(const char *what, long long got, long long want) {
 static void check_path_error(const char *input, size_t len, int allow_root, const char *want) {
   err_t err;
   err_init(&err);
-  char *r = sandbox_path_normalize(input, len, allow_root, &err);
+  char *r = paths_normalize(input, len, allow_root, &err);
   if (r != NULL || err.kind != ERRK_SANDBOX || strcmp(err.code, CODE_INVALID_PATH) != 0 ||
       strcmp(err.message, want) != 0) {
     fprintf(stderr, "FAIL normalizeSandboxPath error for \"%s\": %s\n", input, err.message ? err.message : r);
@@ -67,13 +67,13 @@ static void fixed_paths(void) {
 
   err_t err;
   err_init(&err);
-  check_str("sandbox a\\b", sandbox_path_normalize("a\\b", 3, 0, &err), "a/b");
-  check_str("sandbox ./", sandbox_path_normalize("./", 2, 0, &err), "./");
-  check_str("sandbox . root", sandbox_path_normalize(".", 1, 1, &err), ".");
-  check_str("containerPath .", sandbox_container_path("/workspace/", ".", &err), "/workspace/");
-  check_str("containerPath a/b", sandbox_container_path("/workspace", "a//b", &err), "/workspace/a/b");
-  check_str("parent a/b", sandbox_parent_path("a/b", &err), "a");
-  check_str("parent a", sandbox_parent_path("a", &err), ".");
+  check_str("sandbox a\\b", paths_normalize("a\\b", 3, 0, &err), "a/b");
+  check_str("sandbox ./", paths_normalize("./", 2, 0, &err), "./");
+  check_str("sandbox . root", paths_normalize(".", 1, 1, &err), ".");
+  check_str("containerPath .", paths_container("/workspace/", ".", &err), "/workspace/");
+  check_str("containerPath a/b", paths_container("/workspace", "a//b", &err), "/workspace/a/b");
+  check_str("parent a/b", paths_parent("a/b", &err), "a");
+  check_str("parent a", paths_parent("a", &err), ".");
   check_int("no error left", err.kind, ERRK_NONE);
   err_clear(&err);
 
@@ -174,7 +174,7 @@ static void fuzz(unsigned rounds) {
     free(posix_relative_n(a, alen, b, blen, &n));
     err_t err;
     err_init(&err);
-    free(sandbox_path_normalize(a, alen, (int)(r & 1), &err));
+    free(paths_normalize(a, alen, (int)(r & 1), &err));
     err_clear(&err);
 
     /* Exact-size heap copies, so a read past the end is caught. */

@@ -2,19 +2,19 @@
  * fuzz_paths.c - sandbox path rules and Node's path.posix ports (src/paths.c).
  *
  * Input: two paths separated by a NUL (the second is empty without one). Checked:
- *  - sandbox_path_normalize on the whole input (NULs included, as a JavaScript string may
+ *  - paths_normalize on the whole input (NULs included, as a JavaScript string may
  *    hold them): NULs are refused; an accepted path is relative, has no ".." segment,
  *    is "." only with allowRoot, and normalizes to itself;
  *  - posix_normalize_n is idempotent; posix_dirname_n gives a prefix of its input (or
  *    ".", "/", "//");
  *  - posix_relative_n(a, b): resolving it from a gives b, as path.resolve(a,
  *    path.relative(a, b)) === path.resolve(b) in Node (both resolved from "/");
- *  - sandbox_path_argument gives the same path within the bounds and refuses it beyond;
- *  - sandbox_container_path(a, b) with an absolute workdir a never leaves it: the result
+ *  - paths_argument gives the same path within the bounds and refuses it beyond;
+ *  - paths_container(a, b) with an absolute workdir a never leaves it: the result
  *    is normalize(a) or below it;
- *  - sandbox_parent_path(b);
- *  - the tools' workdir mode, sandbox_path_normalize_in(b, workdir a): without a workdir it
- *    is sandbox_path_normalize; a relative b is judged as without one; an accepted b is a
+ *  - paths_parent(b);
+ *  - the tools' workdir mode, paths_normalize_in(b, workdir a): without a workdir it
+ *    is paths_normalize; a relative b is judged as without one; an accepted b is a
  *    relative path without "..", idempotent, and joined back onto the workdir it resolves
  *    to where b resolves; an absolute b that resolves inside an absolute workdir is accepted
  *    (unless it is the workdir itself without allowRoot), and one outside it is refused.
@@ -57,7 +57,7 @@ static void check_sandbox_normalize(const uint8_t *data, size_t size, int allow_
   err_t err;
   err_init(&err);
   char *in = (char *)fuzz_dup(data, size);
-  char *p = sandbox_path_normalize(in, size, allow_root, &err);
+  char *p = paths_normalize(in, size, allow_root, &err);
   free(in);
   FUZZ_CHECK((p == NULL) == err_is_set(&err), "result %p, error set %d", (void *)p, err_is_set(&err));
   if (size > 0 && memchr(data, 0, size) != NULL) FUZZ_CHECK(p == NULL, "a path with a NUL byte was accepted");
@@ -67,7 +67,7 @@ static void check_sandbox_normalize(const uint8_t *data, size_t size, int allow_
     FUZZ_CHECK(!has_dotdot_segment(p, n), "accepted \"%s\" with a .. segment", p);
     FUZZ_CHECK(allow_root || strcmp(p, ".") != 0, "\".\" accepted without allowRoot");
     FUZZ_CHECK(strchr(p, '\\') == NULL, "backslash left in \"%s\"", p);
-    char *again = sandbox_path_normalize(p, n, allow_root, &err);
+    char *again = paths_normalize(p, n, allow_root, &err);
     FUZZ_CHECK(again != NULL && strcmp(again, p) == 0, "\"%s\" normalizes to \"%s\"", p,
                again ? again : err.message);
     free(again);
@@ -78,12 +78,12 @@ static void check_sandbox_normalize(const uint8_t *data, size_t size, int allow_
   err_t arg_err;
   err_init(&arg_err);
   in = (char *)fuzz_dup(data, size);
-  char *arg = sandbox_path_argument(in, size, allow_root, &arg_err);
+  char *arg = paths_argument(in, size, allow_root, &arg_err);
   free(in);
   if (p == NULL) {
     FUZZ_CHECK(arg == NULL, "an argument accepted where the path is not");
   } else {
-    int within = strlen(p) <= SANDBOX_PATH_MAX_BYTES && sandbox_path_depth(p) <= SANDBOX_PATH_MAX_DEPTH;
+    int within = strlen(p) <= SANDBOX_PATH_MAX_BYTES && paths_depth(p) <= SANDBOX_PATH_MAX_DEPTH;
     FUZZ_CHECK(within ? (arg != NULL && strcmp(arg, p) == 0) : (arg == NULL && strcmp(arg_err.code, CODE_INVALID_PATH) == 0),
                "argument form of \"%s\" (within bounds: %d)", p, within);
   }
@@ -104,12 +104,12 @@ static void check_workdir_mode(const char *workdir, size_t wl, const char *b, si
   err_init(&plain_err);
   err_init(&none_err);
   err_init(&in_err);
-  char *plain = sandbox_path_normalize(b, bl, allow_root, &plain_err);
-  char *none = sandbox_path_normalize_in(b, bl, allow_root, NULL, 0, &none_err);
+  char *plain = paths_normalize(b, bl, allow_root, &plain_err);
+  char *none = paths_normalize_in(b, bl, allow_root, NULL, 0, &none_err);
   FUZZ_CHECK((plain == NULL) == (none == NULL) &&
                  (plain ? strcmp(plain, none) == 0 : strcmp(plain_err.message, none_err.message) == 0),
-             "workdir NULL differs from sandbox_path_normalize on \"%s\"", b);
-  char *in = sandbox_path_normalize_in(b, bl, allow_root, workdir, wl, &in_err);
+             "workdir NULL differs from paths_normalize on \"%s\"", b);
+  char *in = paths_normalize_in(b, bl, allow_root, workdir, wl, &in_err);
   FUZZ_CHECK((in == NULL) == err_is_set(&in_err), "result %p, error set %d", (void *)in, err_is_set(&in_err));
   int absolute_workdir = wl > 0 && workdir[0] == '/';
   int relative_refusal = plain == NULL && strncmp(plain_err.message, "Sandbox path must be relative: ", 31) == 0;
@@ -133,7 +133,7 @@ static void check_workdir_mode(const char *workdir, size_t wl, const char *b, si
       FUZZ_CHECK(allow_root || strcmp(in, ".") != 0, "\".\" accepted without allowRoot");
       err_t again_err;
       err_init(&again_err);
-      char *again = sandbox_path_normalize(in, n, allow_root, &again_err);
+      char *again = paths_normalize(in, n, allow_root, &again_err);
       FUZZ_CHECK(again != NULL && strcmp(again, in) == 0, "\"%s\" normalizes to \"%s\"", in,
                  again ? again : again_err.message);
       free(again);
@@ -222,7 +222,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   err_t err;
   err_init(&err);
-  char *cp = sandbox_container_path(a, b, &err);
+  char *cp = paths_container(a, b, &err);
   FUZZ_CHECK((cp == NULL) == err_is_set(&err), "result %p, error set %d", (void *)cp, err_is_set(&err));
   if (cp != NULL && a[0] == '/') {
     char *base = posix_normalize(a);
@@ -239,7 +239,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_workdir_mode(a, a_len, b, b_len, 0);
   check_workdir_mode(a, a_len, b, b_len, 1);
 
-  char *parent = sandbox_parent_path(b, &err);
+  char *parent = paths_parent(b, &err);
   FUZZ_CHECK((parent == NULL) == err_is_set(&err), "result %p, error set %d", (void *)parent, err_is_set(&err));
   if (parent) FUZZ_CHECK(parent[0] != '/' && !has_dotdot_segment(parent, strlen(parent)), "parent \"%s\"", parent);
   free(parent);

@@ -50,7 +50,7 @@ static void check_list(const uint8_t *data, size_t size) {
   }
   for (size_t i = 0; i < n; i++) {
     sandbox_summary_t *s = &items[i];
-    FUZZ_CHECK(sandbox_id_valid(s->id), "kept id \"%s\"", s->id);
+    FUZZ_CHECK(spec_id_valid(s->id), "kept id \"%s\"", s->id);
     char *name = container_name_for(s->id);
     FUZZ_CHECK(name && strcmp(name, s->container_name) == 0, "name %s for %s", s->container_name, s->id);
     free(name);
@@ -67,7 +67,7 @@ static void check_list(const uint8_t *data, size_t size) {
     if (s->stopped_known) FUZZ_CHECK(s->stopped_min_ms < s->stopped_max_ms, "stopped bounds");
     if (s->ws_known) FUZZ_CHECK(s->volume != NULL && s->volume[0] != 0, "workspace without volume");
   }
-  sandbox_summaries_free(items, n);
+  sandbox_list_free(items, n);
 }
 
 static void check_stats(const uint8_t *data, size_t size) {
