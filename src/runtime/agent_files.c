@@ -89,9 +89,7 @@ static void read_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
       agent_op_fail(&op->base, &err);
       return;
     case AE_FAILED:
-      op->base.req = NULL;
-      agent_failure_to_err(ev->fail, &err);
-      agent_op_fail(&op->base, &err);
+      agent_op_lost(&op->base, ev);
       return;
     default:
       return;
@@ -100,8 +98,6 @@ static void read_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
 
 static void read_run(agent_op_t *base, agent_conn_t *c) {
   agent_read_op_t *op = (agent_read_op_t *)base;
-  err_t err;
-  err_init(&err);
   agent_msg_t m;
   memset(&m, 0, sizeof(m));
   m.type = AW_T_READ;
@@ -109,8 +105,7 @@ static void read_run(agent_op_t *base, agent_conn_t *c) {
   /* The whole file may come at once: it is held in memory anyway, up to the bound. */
   m.u.read.window = op->max + 1 < AW_MAX_WINDOW ? (uint32_t)(op->max + 1) : AW_MAX_WINDOW;
   m.u.read.path = (aw_bytes_t){(const uint8_t *)op->path, (uint32_t)strlen(op->path)};
-  base->req = agent_req_start(c, &m, read_event, op, &err);
-  if (base->req == NULL) agent_op_fail(base, &err);
+  agent_op_send(base, c, &m, read_event);
 }
 
 static op_t *read_fallback(agent_op_t *base, err_t *err) {
@@ -201,9 +196,7 @@ static void write_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
       return;
     }
     case AE_FAILED:
-      op->base.req = NULL;
-      agent_failure_to_err(ev->fail, &err);
-      agent_op_fail(&op->base, &err);
+      agent_op_lost(&op->base, ev);
       return;
     default:
       return;
@@ -220,11 +213,7 @@ static void write_run(agent_op_t *base, agent_conn_t *c) {
   m.u.write.length = op->req.len;
   m.u.write.mode = 0644;
   m.u.write.path = (aw_bytes_t){(const uint8_t *)op->req.path, (uint32_t)strlen(op->req.path)};
-  base->req = agent_req_start(c, &m, write_event, op, &err);
-  if (base->req == NULL) {
-    agent_op_fail(base, &err);
-    return;
-  }
+  if (agent_op_send(base, c, &m, write_event) != 0) return;
   if (agent_req_write(base->req, op->req.data, op->req.len, 1) != 0) {
     agent_req_cancel(base->req);
     base->req = NULL;
@@ -428,9 +417,7 @@ static void list_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
       return;
     }
     case AE_FAILED:
-      op->base.req = NULL;
-      agent_failure_to_err(ev->fail, &err);
-      agent_op_fail(&op->base, &err);
+      agent_op_lost(&op->base, ev);
       return;
     default:
       return;
@@ -454,8 +441,6 @@ static void on_list_deadline(void *ud) {
 
 static void list_run(agent_op_t *base, agent_conn_t *c) {
   agent_list_op_t *op = (agent_list_op_t *)base;
-  err_t err;
-  err_init(&err);
   agent_msg_t m;
   memset(&m, 0, sizeof(m));
   m.type = AW_T_LIST;
@@ -463,11 +448,7 @@ static void list_run(agent_op_t *base, agent_conn_t *c) {
   m.u.list.window = LIST_WINDOW;
   const char *path = strcmp(op->path, ".") == 0 ? "" : op->path;
   m.u.list.path = (aw_bytes_t){(const uint8_t *)path, (uint32_t)strlen(path)};
-  base->req = agent_req_start(c, &m, list_event, op, &err);
-  if (base->req == NULL) {
-    agent_op_fail(base, &err);
-    return;
-  }
+  if (agent_op_send(base, c, &m, list_event) != 0) return;
   /* Without a timer (the addon is shutting down) the listing waits as the caller does. */
   op->deadline = sbx_timer_start(engine_io(base->op.sb->eng), (uint64_t)base->op.sb->runtime.command_timeout_ms,
                                  on_list_deadline, op);

@@ -72,6 +72,25 @@ void *agent_op_prepare(napi_env env, const agent_op_kind_t *kind, size_t size, s
 
 void agent_op_fail(agent_op_t *op, err_t *err) { op_settle(&op->op, err); }
 
+int agent_op_send(agent_op_t *op, agent_conn_t *c, const agent_msg_t *m, agent_req_fn fn) {
+  err_t err;
+  err_init(&err);
+  op->req = agent_req_start(c, m, fn, op, &err);
+  if (op->req != NULL) return 0;
+  agent_op_fail(op, &err);
+  err_clear(&err);
+  return -1;
+}
+
+void agent_op_lost(agent_op_t *op, const agent_event_t *ev) {
+  err_t err;
+  err_init(&err);
+  op->req = NULL;
+  agent_failure_to_err(ev->fail, &err);
+  agent_op_fail(op, &err);
+  err_clear(&err);
+}
+
 /* The agent cannot serve this call: the engine does (auto), or the call fails (agent). */
 static void fall_back(agent_op_t *op, const err_t *why) {
   err_t err;

@@ -70,6 +70,11 @@ void agent_op_destroy(agent_op_t *op);
 void *agent_op_prepare(napi_env env, const agent_op_kind_t *kind, size_t size, sandbox_t *sb);
 /* Settles with err, as the call's error. */
 void agent_op_fail(agent_op_t *op, err_t *err);
+/* Sends the operation's request (op->req); on failure settles the op with its error.
+ * 0, or -1 (settled). */
+int agent_op_send(agent_op_t *op, agent_conn_t *c, const agent_msg_t *m, agent_req_fn fn);
+/* The connection was lost under the request (AE_FAILED, `ev`): settles the op with it. */
+void agent_op_lost(agent_op_t *op, const agent_event_t *ev);
 /* The agent's typed error as a DockerSandboxError, for an operation on `path` (NULL when
  * none): the engine path's messages where there is one. */
 void agent_error_to_err(const aw_error_t *e, const char *what, const char *path, err_t *err);

@@ -38,8 +38,7 @@ static void port_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
       agent_op_fail(&op->base, &err);
       return;
     case AE_FAILED:
-      agent_failure_to_err(ev->fail, &err);
-      agent_op_fail(&op->base, &err);
+      agent_op_lost(&op->base, ev);
       return;
     default:
       op->base.req = req; /* not terminal */
@@ -54,8 +53,6 @@ static uint32_t bounded_ms(int64_t ms) {
 
 static void port_run(agent_op_t *base, agent_conn_t *c) {
   agent_port_op_t *op = (agent_port_op_t *)base;
-  err_t err;
-  err_init(&err);
   agent_msg_t m;
   memset(&m, 0, sizeof(m));
   m.type = AW_T_PORT_WAIT;
@@ -63,8 +60,7 @@ static void port_run(agent_op_t *base, agent_conn_t *c) {
   m.u.port.flags = AW_PORT_V4 | AW_PORT_V6;
   m.u.port.timeout_ms = bounded_ms(op->req.timeout_ms);
   m.u.port.interval_ms = bounded_ms(op->req.interval_ms);
-  base->req = agent_req_start(c, &m, port_event, op, &err);
-  if (base->req == NULL) agent_op_fail(base, &err);
+  agent_op_send(base, c, &m, port_event);
 }
 
 static op_t *port_fallback(agent_op_t *base, err_t *err) {
