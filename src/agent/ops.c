@@ -28,6 +28,9 @@ typedef struct ag_type {
   int polled;                           /* its output descriptors are in the poll set */
 } ag_type_t;
 
+/* Indexed by type code from AW_T_EXEC (the request types are contiguous), so that the
+ * scheduler's and the poll loop's look-ups are one index. */
+#define FIRST AW_T_EXEC
 static const ag_type_t TYPES[] = {
     {AW_T_EXEC, exec_start, exec_cancel, exec_stdin_data, exec_produce, exec_ready, exec_timer, exec_due,
      exec_detached, exec_close, 1},
@@ -41,9 +44,8 @@ static const ag_type_t TYPES[] = {
 };
 
 static const ag_type_t *type_of(uint8_t type) {
-  for (size_t i = 0; i < sizeof(TYPES) / sizeof(TYPES[0]); i++)
-    if (TYPES[i].type == type) return &TYPES[i];
-  return NULL;
+  size_t i = (size_t)type - FIRST;
+  return type >= FIRST && i < sizeof(TYPES) / sizeof(TYPES[0]) && TYPES[i].type == type ? &TYPES[i] : NULL;
 }
 
 int op_start(uint32_t id, uint8_t type, const uint8_t *p, size_t len) {

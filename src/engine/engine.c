@@ -601,9 +601,7 @@ static int is_connect_failure(CURLcode c) {
 }
 
 int http_req_error(const http_req_t *r, err_t *err) {
-  if (err_is_set(&r->pre_err)) {
-    return err_copy(err, &r->pre_err);
-  }
+  if (err_is_set(&r->pre_err)) return err_copy(err, &r->pre_err);
   engine_t *e = r->eng;
   if (r->curl_result != CURLE_OK && !r->resp_too_large && engine_link_failure(e, &r->link, err)) return -1;
   if (r->curl_result != CURLE_OK)

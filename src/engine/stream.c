@@ -242,9 +242,7 @@ const char *stream_req_path_stat(const stream_req_t *r) { return r->path_stat; }
 static char *stream_req_engine_message(const stream_req_t *r) { return http_error_message(r->resp.data, r->resp.len); }
 
 int stream_req_error(const stream_req_t *r, err_t *err) {
-  if (err_is_set(&r->pre_err)) {
-    return err_copy(err, &r->pre_err);
-  }
+  if (err_is_set(&r->pre_err)) return err_copy(err, &r->pre_err);
   engine_t *e = r->eng;
   /* A reply that came with its status is the engine's answer, even if the upload was cut. */
   if (r->status >= 300 && !r->resp_too_large && (r->curl_result == CURLE_OK || r->resp.len > 0)) {

@@ -13,7 +13,6 @@ void steps_init(steps_t *s, engine_t *eng, size_t max_rb_err) {
   memset(s, 0, sizeof(*s));
   s->eng = eng;
   s->max_rb_err = max_rb_err < STEPS_MAX_RB_ERRORS ? max_rb_err : STEPS_MAX_RB_ERRORS;
-  err_init(&s->err);
 }
 
 void steps_free(steps_t *s) {

@@ -55,10 +55,9 @@ int agent_op_engine_instead(sandbox_t *sb) {
   return sb->transport == TRANSPORT_AUTO && st != NULL && st->conn != NULL && agent_conn_unusable(st->conn);
 }
 
-int agent_op_refuse(sandbox_t *sb, const err_t *why, err_t *err) {
+int agent_op_refuse(sandbox_t *sb, const char *why, err_t *err) {
   if (sb->transport != TRANSPORT_AGENT) return 0;
-  err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "The sandbox agent is not available: %s",
-              why && why->message ? why->message : "unknown reason");
+  err_sandbox(err, CODE_DOCKER_UNAVAILABLE, "The sandbox agent is not available: %s", why ? why : "unknown reason");
   return 1;
 }
 
@@ -95,7 +94,7 @@ void agent_op_lost(agent_op_t *op, const agent_event_t *ev) {
 static void fall_back(agent_op_t *op, const err_t *why) {
   err_t err;
   err_init(&err);
-  if (agent_op_refuse(op->op.sb, why, &err)) {
+  if (agent_op_refuse(op->op.sb, why ? why->message : NULL, &err)) {
     op_settle(&op->op, &err);
     return;
   }

@@ -35,12 +35,12 @@ void agent_op_shutdown(sandbox_t *sb);
  *   - before a call is made: agent_op_engine_instead, 1 when the agent is known not to
  *     run in this sandbox and its transport lets the engine serve ("auto"); the call then
  *     goes through the engine's table (runtime/transport.c);
- *   - when a started call finds the agent cannot serve it (`why`): agent_op_refuse, 0
- *     when the engine's implementation takes it ("auto"), 1 in transport "agent" with the
- *     call's docker_unavailable error ("The sandbox agent is not available: ...") in err.
+ *   - when a started call finds the agent cannot serve it (`why`, the reason's text):
+ *     agent_op_refuse, 0 when the engine's implementation takes it ("auto"), 1 in
+ *     transport "agent" with the call's docker_unavailable error ("The sandbox agent is not available: ...") in err.
  */
 int agent_op_engine_instead(sandbox_t *sb);
-int agent_op_refuse(sandbox_t *sb, const err_t *why, err_t *err);
+int agent_op_refuse(sandbox_t *sb, const char *why, err_t *err); /* why: a text, NULL unknown */
 
 typedef struct agent_op agent_op_t;
 

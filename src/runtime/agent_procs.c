@@ -75,8 +75,7 @@ static int launch(sandbox_t *sb, proc_rec_t *r, exec_spec_t *spec, err_t *err) {
   agent_conn_t *c = agent_op_conn(sb);
   if (!agent_conn_is_ready(c)) {
     /* The agent went away between the start's wait for it and now. */
-    err_t why = {.message = (char *)"its connection was lost."};
-    if (agent_op_refuse(sb, &why, err)) return -1;
+    if (agent_op_refuse(sb, "its connection was lost.", err)) return -1;
     r->carrier = &proc_engine_carrier;
     return proc_engine_carrier.launch(sb, r, spec, err);
   }

@@ -291,7 +291,7 @@ static int import_begin(ag_import_t *b, err_t *err) {
 /* The agent cannot be used: the engine's backend takes the import (b is freed), or the
  * transport says fail. 0, or -1 with err set. */
 static int import_fall_back(tree_import_t *t, const err_t *why, err_t *err) {
-  if (agent_op_refuse(t->op.sb, why, err)) return -1;
+  if (agent_op_refuse(t->op.sb, why ? why->message : NULL, err)) return -1;
   import_free(t);
   t->backend = &tree_engine_import_backend;
   return t->backend->start(t, err);
@@ -574,7 +574,7 @@ static int export_begin(ag_export_t *b, err_t *err) {
 }
 
 static int export_fall_back(tree_export_t *x, const err_t *why, err_t *err) {
-  if (agent_op_refuse(x->op.sb, why, err)) return -1;
+  if (agent_op_refuse(x->op.sb, why ? why->message : NULL, err)) return -1;
   export_free(x);
   x->backend = &tree_engine_export_backend;
   return x->backend->start(x, err);

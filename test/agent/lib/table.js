@@ -12,6 +12,19 @@ import { fileURLToPath } from "node:url";
 
 export const HEADER_PATH = fileURLToPath(new URL("../../../src/codec/agent_wire.h", import.meta.url));
 
+// The field kinds of agent_wire.h's table: bytes on the wire (null: variable), the type
+// PROTOCOL.md's tables name, and whether the row's a and b are numeric bounds.
+export const KINDS = {
+  U8: { size: 1, doc: "u8", bounded: true }, MASK8: { size: 1, doc: "u8", bounded: true },
+  ZERO8: { size: 1, doc: "u8", bounded: false }, U16: { size: 2, doc: "u16", bounded: true },
+  MASK16: { size: 2, doc: "u16", bounded: true }, ZERO16: { size: 2, doc: "u16", bounded: false },
+  U32: { size: 4, doc: "u32", bounded: true }, U32L: { size: 4, doc: "u32", bounded: true },
+  MASK32: { size: 4, doc: "u32", bounded: true }, I32: { size: 4, doc: "i32", bounded: true },
+  U64: { size: 8, doc: "u64", bounded: false }, I64: { size: 8, doc: "i64", bounded: false },
+  BLOB: { size: null, doc: "blob", bounded: true }, ARGV: { size: null, doc: "list", bounded: true },
+  ENVS: { size: null, doc: "list", bounded: true },
+};
+
 // The header with comments gone and continued lines joined.
 function source(path) {
   return readFileSync(path, "utf8")
@@ -113,8 +126,9 @@ export function readTable(path = HEADER_PATH) {
       if (m[1]) fields.push(...fieldsOf(m[1]));
       else {
         const [kind, member, a, b] = m[2].split(",").map((s) => s.trim());
+        if (!KINDS[kind]) throw new Error(`agent_wire.h: ${name}.${member} has an unknown kind ${kind}`);
         const f = { kind, member, a: a, b: b };
-        if (!["U64", "I64", "ZERO8", "ZERO16"].includes(kind)) {
+        if (KINDS[kind].bounded) {
           f.a = number(a);
           f.b = number(b);
         }
@@ -139,6 +153,4 @@ export const table = readTable();
 export const camel = (member) => member.replace(/_([a-z0-9])/g, (_, ch) => ch.toUpperCase());
 
 // The bytes a field takes, or null for a variable-length one.
-export function fieldSize(kind) {
-  return { U8: 1, MASK8: 1, ZERO8: 1, U16: 2, MASK16: 2, ZERO16: 2, U32: 4, U32L: 4, MASK32: 4, I32: 4, U64: 8, I64: 8 }[kind] ?? null;
-}
+export const fieldSize = (kind) => KINDS[kind].size;
