@@ -111,15 +111,26 @@ async function dockerExecOnce(container, cmd) {
     else stdout += data;
     i += 8 + len;
   }
-  const info = await api("GET", `/exec/${created.json.Id}/json`);
-  return { stdout, stderr, exitCode: info.json.ExitCode };
+  // Podman may still say Running just after the stream ended, and deletes the session
+  // exit_command_delay seconds after the command: the code is read once it has ended, and
+  // a session that is gone says so (exitCode undefined, `inspect` the engine's answer).
+  for (;;) {
+    const info = await api("GET", `/exec/${created.json.Id}/json`);
+    if (info.status !== 200) return { stdout, stderr, exitCode: undefined, inspect: `${info.status} ${info.text}` };
+    if (info.json.Running !== true) return { stdout, stderr, exitCode: info.json.ExitCode };
+    await sleep(20);
+  }
 }
 
 /** `ps -eo pid,args` in a container, through the raw API. */
 export async function psOf(container) {
-  const out = await dockerExec(container, ["ps", "-eo", "pid,args"]);
-  if (out.exitCode !== 0) throw new Error(`ps in ${container} failed: ${out.stderr}`);
-  return out.stdout;
+  // ps changes nothing: a listing whose exit code the engine could not tell is taken again.
+  for (let attempt = 1; ; attempt++) {
+    const out = await dockerExec(container, ["ps", "-eo", "pid,args"]);
+    if (out.exitCode === 0) return out.stdout;
+    if (out.exitCode !== undefined || attempt >= 3)
+      throw new Error(`ps in ${container} failed (exit ${out.exitCode}${out.inspect ? `, inspect ${out.inspect}` : ""}): ${out.stderr}`);
+  }
 }
 
 // Poll ps until no line matches (or one does), however long that takes on a busy machine:
