@@ -69,12 +69,10 @@ static void build_start(op_t *o) {
   if (op->task == NULL) op_settle(o, &err);
 }
 
-static void build_cancel(op_t *o) {
+static void build_stop(op_t *o) {
   build_op_t *op = (build_op_t *)o;
   build_task_free(op->task);
   op->task = NULL;
-  if (!o->teardown) op_reject_cancelled(o);
-  op_release(o);
 }
 
 static void build_destroy(op_t *o) {
@@ -89,19 +87,18 @@ static void build_destroy(op_t *o) {
 static const op_vtable_t build_vt = {
     .name = "buildImage",
     .start = build_start,
-    .cancel = build_cancel,
+    .stop = build_stop,
     .result = build_result,
     .destroy = build_destroy,
 };
 
 /* native.prepareBuildImage(client, { context, files, tag }) -> token. */
 static napi_value js_prepare_build(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2] = {NULL, NULL};
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  client_t *c = client_from_js(env, argc > 0 ? argv[0] : nu_undefined(env));
+  napi_value argv[2];
+  if (nu_args(env, info, argv, 2) < 0) return NULL;
+  client_t *c = client_from_js(env, argv[0]);
   if (c == NULL) return NULL;
-  napi_value o = argc > 1 ? argv[1] : nu_undefined(env);
+  napi_value o = argv[1];
   err_t err;
   err_init(&err);
   napi_value context = nu_get(env, o, "context"), tag = nu_get(env, o, "tag"), files = nu_get(env, o, "files");

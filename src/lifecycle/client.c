@@ -56,12 +56,11 @@ static int read_transport(napi_env env, napi_value options, int *out, err_t *err
  * `transport`. */
 static napi_value js_client_new(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
-  size_t argc = 1;
   napi_value options;
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, &options, NULL, NULL));
+  if (nu_args(env, info, &options, 1) < 0) return NULL;
   err_t err;
   err_init(&err);
-  if (argc < 1 || !nu_is_record(env, options)) {
+  if (!nu_is_record(env, options)) {
     err_type(&err, "options must be an object.");
     return convert_throw_err(js, &err);
   }
@@ -139,11 +138,10 @@ static napi_value endpoint_to_js(napi_env env, const endpoint_t *ep) {
 /* native.resolveEndpoint(host, env): resolution as a pure function, for tests. */
 static napi_value js_resolve_endpoint(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
-  size_t argc = 2;
   napi_value argv[2];
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  char *host = argc > 0 ? nu_strdup(env, argv[0]) : NULL;
-  napi_value e = argc > 1 ? argv[1] : nu_undefined(env);
+  if (nu_args(env, info, argv, 2) < 0) return NULL;
+  char *host = nu_strdup(env, argv[0]);
+  napi_value e = argv[1];
   char *vals[7];
   const char *names[7] = {"DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "HOME",
                           "DOCKER_TLS_VERIFY", "DOCKER_TLS", "DOCKER_CERT_PATH"};

@@ -764,10 +764,9 @@ static const op_vtable_t create_vt = {
 
 /* native.prepareCreate(client, options) -> token; validation errors are thrown. */
 static napi_value js_prepare_create(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2] = {NULL, NULL};
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  client_t *c = client_from_js(env, argc > 0 ? argv[0] : nu_undefined(env));
+  napi_value argv[2];
+  if (nu_args(env, info, argv, 2) < 0) return NULL;
+  client_t *c = client_from_js(env, argv[0]);
   if (c == NULL) return NULL;
   err_t err;
   err_init(&err);
@@ -778,9 +777,9 @@ static napi_value js_prepare_create(napi_env env, napi_callback_info info) {
   steps_init(&op->st, op->eng, MAX_ROLLBACK_ERRORS);
   op->transport = c->transport;
   napi_value late = NULL;
-  if (create_opts_read(env, argc > 1 ? argv[1] : nu_undefined(env), &op->o, &late, &err) != 0 ||
+  if (create_opts_read(env, argv[1], &op->o, &late, &err) != 0 ||
       (late != NULL && op_fail_at_start(&op->op, late, &err) != 0) ||
-      lifetime_read(env, argc > 1 ? argv[1] : nu_undefined(env), &op->lifetime, &err) != 0)
+      lifetime_read(env, argv[1], &op->lifetime, &err) != 0)
     return op_prepared(&op->op, &err);
   /* A file that is also a directory (listed in `directories`, or the parent of another
    * entry) cannot be written: said clearly, before anything is made. */

@@ -649,14 +649,13 @@ static char *joined(const char *a, const char *b, const char *c) {
 /* native.prepareFork(sandbox, options) */
 static napi_value js_prepare_fork(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
-  size_t argc = 2;
-  napi_value argv[2] = {NULL, NULL};
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  sandbox_t *sb = sandbox_from_js(env, argc > 0 ? argv[0] : nu_undefined(env));
+  napi_value argv[2];
+  if (nu_args(env, info, argv, 2) < 0) return NULL;
+  sandbox_t *sb = sandbox_from_js(env, argv[0]);
   if (sb == NULL) return NULL;
   err_t err;
   err_init(&err);
-  napi_value options = argc > 1 ? argv[1] : nu_undefined(env);
+  napi_value options = argv[1];
   napi_value id = nu_undefined(env);
   if (!nu_is_undefined(env, options)) {
     if (!nu_is_record(env, options)) {
@@ -753,12 +752,10 @@ static void image_start(op_t *o) {
   else image_send(op, "DELETE", "/images/%s");
 }
 
-static void image_cancel(op_t *o) {
+static void image_stop(op_t *o) {
   image_op_t *op = (image_op_t *)o;
   http_req_free(op->req);
   op->req = NULL;
-  op_reject_cancelled(o);
-  op_release(o);
 }
 
 static void image_destroy(op_t *o) { http_req_free(((image_op_t *)o)->req); }
@@ -766,16 +763,15 @@ static void image_destroy(op_t *o) { http_req_free(((image_op_t *)o)->req); }
 static const op_vtable_t image_vt = {
     .name = "removeOwnedImage",
     .start = image_start,
-    .cancel = image_cancel,
+    .stop = image_stop,
     .destroy = image_destroy,
 };
 
 /* native.prepareRemoveOwnedImage(sandbox) -> token, or undefined when it owns none. */
 static napi_value js_prepare_remove_image(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1] = {NULL};
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  sandbox_t *sb = sandbox_from_js(env, argc > 0 ? argv[0] : nu_undefined(env));
+  napi_value argv[1];
+  if (nu_args(env, info, argv, 1) < 0) return NULL;
+  sandbox_t *sb = sandbox_from_js(env, argv[0]);
   if (sb == NULL) return NULL;
   if (sandbox_attached(sb, &IMAGE_KEY) == NULL) return nu_undefined(env);
   image_op_t *op = op_prepare(env, &image_vt, sizeof(*op), sb);

@@ -85,14 +85,10 @@ oom:
   op_settle(o, &err);
 }
 
-static void pull_cancel(op_t *o) {
+static void pull_stop(op_t *o) {
   pull_op_t *op = (pull_op_t *)o;
-  if (op->req) {
-    http_req_free(op->req);
-    op->req = NULL;
-  }
-  op_reject_cancelled(o);
-  op_release(o);
+  http_req_free(op->req);
+  op->req = NULL;
 }
 
 static void pull_destroy(op_t *o) {
@@ -106,20 +102,19 @@ static void pull_destroy(op_t *o) {
 static const op_vtable_t pull_vt = {
     .name = "pullImage",
     .start = pull_start,
-    .cancel = pull_cancel,
+    .stop = pull_stop,
     .destroy = pull_destroy,
 };
 
 /* native.preparePull(client, options) -> token. */
 static napi_value js_prepare_pull(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2] = {NULL, NULL};
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  client_t *c = client_from_js(env, argc > 0 ? argv[0] : nu_undefined(env));
+  napi_value argv[2];
+  if (nu_args(env, info, argv, 2) < 0) return NULL;
+  client_t *c = client_from_js(env, argv[0]);
   if (c == NULL) return NULL;
   err_t err;
   err_init(&err);
-  napi_value options = argc > 1 ? argv[1] : nu_undefined(env);
+  napi_value options = argv[1];
   napi_value image = nu_get(env, options, "image");
   if (!nu_is_record(env, options)) err_type(&err, "options must be an object.");
   else if (!nu_is_nonempty_string(env, image)) err_type(&err, "image must be a non-empty string.");

@@ -76,12 +76,10 @@ fail:
   op_settle(o, &err);
 }
 
-static void remove_cancel(op_t *o) {
+static void remove_stop(op_t *o) {
   remove_op_t *op = (remove_op_t *)o;
   http_req_free(op->req);
   op->req = NULL;
-  op_reject_cancelled(o);
-  op_release(o);
 }
 
 static void remove_destroy(op_t *o) { http_req_free(((remove_op_t *)o)->req); }
@@ -89,15 +87,14 @@ static void remove_destroy(op_t *o) { http_req_free(((remove_op_t *)o)->req); }
 static const op_vtable_t remove_vt = {
     .name = "sandboxLifecycle",
     .start = remove_start,
-    .cancel = remove_cancel,
+    .stop = remove_stop,
     .destroy = remove_destroy,
 };
 
 static napi_value prepare(napi_env env, napi_callback_info info, remove_kind_t kind) {
-  size_t argc = 1;
-  napi_value argv[1] = {NULL};
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  sandbox_t *s = sandbox_from_js(env, argc > 0 ? argv[0] : nu_undefined(env));
+  napi_value argv[1];
+  if (nu_args(env, info, argv, 1) < 0) return NULL;
+  sandbox_t *s = sandbox_from_js(env, argv[0]);
   if (s == NULL) return NULL;
   remove_op_t *op = op_prepare(env, &remove_vt, sizeof(*op), s);
   if (op == NULL) return NULL;
@@ -117,10 +114,9 @@ static napi_value js_prepare_remove_volume(napi_env env, napi_callback_info info
 
 /* native.sandboxOwnsVolume(sandbox) */
 static napi_value js_owns_volume(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1] = {NULL};
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  sandbox_t *s = sandbox_from_js(env, argc > 0 ? argv[0] : nu_undefined(env));
+  napi_value argv[1];
+  if (nu_args(env, info, argv, 1) < 0) return NULL;
+  sandbox_t *s = sandbox_from_js(env, argv[0]);
   if (s == NULL) return NULL;
   return nu_bool(env, s->owns_volume);
 }

@@ -269,12 +269,10 @@ static void resume_start(op_t *o) {
   resume_next(op);
 }
 
-static void resume_cancel(op_t *o) {
+static void resume_stop(op_t *o) {
   resume_op_t *op = (resume_op_t *)o;
   http_req_free(op->req);
   op->req = NULL;
-  op_reject_cancelled(o);
-  op_release(o);
 }
 
 static napi_value resume_result(op_t *o) { return sandbox_to_js(o->js->env, ((resume_op_t *)o)->sb); }
@@ -292,7 +290,7 @@ static void resume_destroy(op_t *o) {
 static const op_vtable_t resume_vt = {
     .name = "resumeSandbox",
     .start = resume_start,
-    .cancel = resume_cancel,
+    .stop = resume_stop,
     .result = resume_result,
     .destroy = resume_destroy,
 };
@@ -300,14 +298,13 @@ static const op_vtable_t resume_vt = {
 /* native.prepareResume(client, options) -> token. */
 static napi_value js_prepare_resume(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
-  size_t argc = 2;
-  napi_value argv[2] = {NULL, NULL};
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  client_t *c = client_from_js(env, argc > 0 ? argv[0] : nu_undefined(env));
+  napi_value argv[2];
+  if (nu_args(env, info, argv, 2) < 0) return NULL;
+  client_t *c = client_from_js(env, argv[0]);
   if (c == NULL) return NULL;
   err_t err;
   err_init(&err);
-  napi_value options = argc > 1 ? argv[1] : nu_undefined(env);
+  napi_value options = argv[1];
   if (!nu_is_record(env, options)) {
     err_type(&err, "options must be an object.");
     return convert_throw_err(js, &err);

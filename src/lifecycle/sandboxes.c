@@ -366,12 +366,10 @@ static void list_start(op_t *o) {
   if (send_req(op, list_req(op), &err) != 0) finish(op, &err);
 }
 
-static void list_cancel(op_t *o) {
+static void list_stop(op_t *o) {
   list_op_t *op = (list_op_t *)o;
   http_req_free(op->req);
   op->req = NULL;
-  op_reject_cancelled(o);
-  op_release(o);
 }
 
 static int state_passes(const list_op_t *op, const sandbox_summary_t *s) { return !op->has_state || s->state == op->state; }
@@ -430,7 +428,7 @@ static void list_destroy(op_t *o) {
 static const op_vtable_t list_vt = {
     .name = "listSandboxes",
     .start = list_start,
-    .cancel = list_cancel,
+    .stop = list_stop,
     .result = list_result,
     .destroy = list_destroy,
 };
@@ -474,14 +472,13 @@ static int read_labels(napi_env env, napi_value v, kv_list_t *out, err_t *err) {
 
 static napi_value prepare(napi_env env, napi_callback_info info, int prune) {
   jsenv_t *js = jsenv_get(env);
-  size_t argc = 2;
-  napi_value argv[2] = {NULL, NULL};
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  client_t *c = client_from_js(env, argc > 0 ? argv[0] : nu_undefined(env));
+  napi_value argv[2];
+  if (nu_args(env, info, argv, 2) < 0) return NULL;
+  client_t *c = client_from_js(env, argv[0]);
   if (c == NULL) return NULL;
   err_t err;
   err_init(&err);
-  napi_value options = argc > 1 ? argv[1] : nu_undefined(env);
+  napi_value options = argv[1];
   if (nu_is_undefined(env, options)) napi_create_object(env, &options);
   if (!nu_is_record(env, options)) {
     err_type(&err, "options must be an object.");

@@ -139,7 +139,7 @@ static void stats_start(op_t *o) {
   }
 }
 
-static void stats_cancel(op_t *o) {
+static void stats_stop(op_t *o) {
   stats_op_t *op = (stats_op_t *)o;
   http_req_free(op->req);
   op->req = NULL;
@@ -147,8 +147,6 @@ static void stats_cancel(op_t *o) {
   op->timer = NULL;
   exec_task_cancel(op->task);
   op->task = NULL;
-  op_reject_cancelled(o);
-  op_release(o);
 }
 
 static void set_num(napi_env env, napi_value o, const char *key, double v) {
@@ -195,19 +193,18 @@ static void stats_destroy(op_t *o) {
 static const op_vtable_t stats_vt = {
     .name = "stats",
     .start = stats_start,
-    .cancel = stats_cancel,
+    .stop = stats_stop,
     .result = stats_result,
     .destroy = stats_destroy,
 };
 
 /* native.prepareStats(sandbox, options) */
 static napi_value js_prepare_stats(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2] = {NULL, NULL};
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  sandbox_t *sb = sandbox_from_js(env, argc > 0 ? argv[0] : nu_undefined(env));
+  napi_value argv[2];
+  if (nu_args(env, info, argv, 2) < 0) return NULL;
+  sandbox_t *sb = sandbox_from_js(env, argv[0]);
   if (sb == NULL) return NULL;
-  napi_value options = argc > 1 ? argv[1] : nu_undefined(env);
+  napi_value options = argv[1];
   err_t err;
   err_init(&err);
   stats_op_t *op = op_prepare(env, &stats_vt, sizeof(*op), sb);

@@ -15,10 +15,9 @@
  * argument (lib/errors.js; without it, napi/args.c builds a plain one). */
 static napi_value js_init(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
-  size_t argc = 2;
-  napi_value argv[2] = {NULL, NULL};
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 1 || nu_typeof(env, argv[0]) != napi_function) {
+  napi_value argv[2];
+  if (nu_args(env, info, argv, 2) < 0) return NULL;
+  if (nu_typeof(env, argv[0]) != napi_function) {
     napi_throw_type_error(env, NULL, "init expects the DockerSandboxError class.");
     return NULL;
   }
@@ -27,7 +26,7 @@ static napi_value js_init(napi_env env, napi_callback_info info) {
   NU_CALL(env, napi_create_reference(env, argv[0], 1, &js->error_ctor));
   if (js->null_byte_error) napi_delete_reference(env, js->null_byte_error);
   js->null_byte_error = NULL;
-  if (argc > 1 && nu_typeof(env, argv[1]) == napi_function)
+  if (nu_typeof(env, argv[1]) == napi_function)
     NU_CALL(env, napi_create_reference(env, argv[1], 1, &js->null_byte_error));
   return nu_undefined(env);
 }
@@ -36,10 +35,9 @@ static napi_value js_init(napi_env env, napi_callback_info info) {
  * (<dir>/<arch>/anvia-agent). */
 static napi_value js_set_agent_dir(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
-  size_t argc = 1;
-  napi_value argv[1] = {NULL};
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  char *dir = argc > 0 ? nu_strdup(env, argv[0]) : NULL;
+  napi_value argv[1];
+  if (nu_args(env, info, argv, 1) < 0) return NULL;
+  char *dir = nu_strdup(env, argv[0]);
   if (dir == NULL) {
     napi_throw_type_error(env, NULL, "setAgentDir expects a directory.");
     return NULL;

@@ -246,15 +246,27 @@ void op_emit(op_t *op, size_t argc, napi_value *argv) {
   }
 }
 
+/* A started op is cancelled: its own cancel, or its stop and then the rejection with the
+ * abort reason (nothing when tearing down) and the release. */
+static void op_stop(op_t *op) {
+  if (op->vt->cancel) {
+    op->vt->cancel(op);
+    return;
+  }
+  if (op->vt->stop) op->vt->stop(op);
+  op_reject_cancelled(op);
+  op_release(op);
+}
+
 /* The environment ends: every live op is stopped without calling JavaScript. */
 static void op_teardown_all(jsenv_t *js) {
   while (js->ops) {
     op_t *op = js->ops;
     op->teardown = 1;
     op->cancelled = 1;
-    if (op->started && op->vt->cancel) {
-      op->vt->cancel(op);
-      /* cancel() must release; make sure the list shrinks regardless. */
+    if (op->started) {
+      op_stop(op);
+      /* A cancel must release; make sure the list shrinks regardless. */
       if (js->ops == op) op_free(op);
     } else {
       op_free(op);
@@ -263,17 +275,16 @@ static void op_teardown_all(jsenv_t *js) {
 }
 
 static napi_value op_js_start(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2] = {NULL, NULL};
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  op_handle_t *h = token_unwrap(env, argc > 0 ? argv[0] : nu_undefined(env), TOKEN_OP);
+  napi_value argv[2];
+  if (nu_args(env, info, argv, 2) < 0) return NULL;
+  op_handle_t *h = token_unwrap(env, argv[0], TOKEN_OP);
   if (h == NULL) return NULL; /* TypeError thrown */
   op_t *op = h->op;
   if (op == NULL || op->started) {
     napi_throw_error(env, NULL, "Operation token is not valid.");
     return NULL;
   }
-  if (argc > 1 && nu_typeof(env, argv[1]) == napi_function) {
+  if (nu_typeof(env, argv[1]) == napi_function) {
     NU_CALL(env, napi_create_reference(env, argv[1], 1, &op->on_event));
   }
   napi_value promise;
@@ -289,10 +300,10 @@ static napi_value op_js_start(napi_env env, napi_callback_info info) {
 }
 
 static napi_value op_js_cancel(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2] = {NULL, NULL};
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  op_handle_t *h = token_unwrap(env, argc > 0 ? argv[0] : nu_undefined(env), TOKEN_OP);
+  napi_value argv[2];
+  int argc = nu_args(env, info, argv, 2);
+  if (argc < 0) return NULL;
+  op_handle_t *h = token_unwrap(env, argv[0], TOKEN_OP);
   if (h == NULL) return NULL; /* TypeError thrown */
   op_t *op = h->op;
   if (op == NULL || !op->started || op->settled || op->cancelled) return nu_undefined(env);
@@ -307,21 +318,20 @@ static napi_value op_js_cancel(napi_env env, napi_callback_info info) {
   op_t *target = op->delegate ? op->delegate : op;
   /* Delegated: the delegate stops, and its rejection (this op's reason) settles this op. */
   target->cancelled = 1;
-  if (target->vt->cancel) target->vt->cancel(target);
+  op_stop(target);
   return nu_undefined(env);
 }
 
 static napi_value op_js_control(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2] = {NULL, NULL};
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  op_handle_t *h = token_unwrap(env, argc > 0 ? argv[0] : nu_undefined(env), TOKEN_OP);
+  napi_value argv[2];
+  if (nu_args(env, info, argv, 2) < 0) return NULL;
+  op_handle_t *h = token_unwrap(env, argv[0], TOKEN_OP);
   if (h == NULL) return NULL; /* TypeError thrown */
   op_t *op = h->op;
   int64_t command = 0;
   if (op != NULL && op->delegate != NULL) op = op->delegate;
   if (op == NULL || !op->started || op->settled || op->cancelled || op->vt->control == NULL) return nu_undefined(env);
-  if (argc > 1) nu_safe_integer(env, argv[1], &command);
+  nu_safe_integer(env, argv[1], &command);
   op->vt->control(op, (int)command);
   return nu_undefined(env);
 }

@@ -31,8 +31,16 @@ typedef struct op_vtable {
   /* Begins the work. Runs in a JavaScript call. */
   void (*start)(op_t *op);
   /*
-   * Stops the work after native.cancel() (or environment teardown, op->teardown set).
-   * Must settle the op (usually op_reject_cancelled) unless tearing down, and call
+   * Optional: stops the work after native.cancel() or at environment teardown: cancels or
+   * frees what is in flight and leaves the op with nothing pending. op.c then rejects the
+   * promise with the abort reason (not when tearing down) and releases the op. Most ops
+   * stop at once and set only this.
+   */
+  void (*stop)(op_t *op);
+  /*
+   * Optional, instead of stop, for an op whose cancellation takes time (a rollback, a
+   * flush in progress): called in stop's place (op->teardown set at environment teardown),
+   * it must settle the op (usually op_reject_cancelled) unless tearing down, and call
    * op_release once nothing it owns is pending.
    */
   void (*cancel)(op_t *op);

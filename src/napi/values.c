@@ -23,6 +23,17 @@ napi_value nu_throw_status(napi_env env, const char *what) {
   return NULL;
 }
 
+int nu_args(napi_env env, napi_callback_info info, napi_value *argv, size_t n) {
+  size_t argc = n;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) {
+    nu_throw_status(env, "napi_get_cb_info");
+    return -1;
+  }
+  if (argc > n) argc = n;
+  for (size_t i = argc; i < n; i++) argv[i] = nu_undefined(env);
+  return (int)argc;
+}
+
 napi_value nu_undefined(napi_env env) {
   napi_value v;
   napi_get_undefined(env, &v);

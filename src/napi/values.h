@@ -21,6 +21,11 @@
   } while (0)
 
 napi_value nu_throw_status(napi_env env, const char *what);
+/*
+ * Reads a call's arguments into argv[0..n-1], undefined where fewer were passed: the
+ * number passed (at most n), or -1 with a JavaScript exception pending.
+ */
+int nu_args(napi_env env, napi_callback_info info, napi_value *argv, size_t n);
 
 napi_value nu_undefined(napi_env env);
 napi_value nu_null(napi_env env);

@@ -314,19 +314,19 @@ static void destroy(op_t *o) {
 }
 
 static const agent_op_kind_t exec_kind = {
-    .vt = {.name = "agentExec", .start = agent_op_start, .cancel = agent_op_cancel, .result = result, .destroy = destroy,
+    .vt = {.name = "agentExec", .start = agent_op_start, .stop = agent_op_stop, .result = result, .destroy = destroy,
            .control = control},
     .run = run,
     .fallback = fallback,
 };
 
-napi_value agent_exec_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+napi_value agent_exec_prepare(napi_env env, sandbox_t *sb, napi_value *argv) {
   agent_exec_op_t *op = agent_op_prepare(env, &exec_kind, sizeof(*op), sb);
   if (op == NULL) return NULL;
   err_t err;
   err_init(&err);
   napi_value late = NULL;
-  if (exec_spec_from_js(env, argc > 1 ? argv[1] : nu_undefined(env), sb, &op->spec, &late, &err) == 0 && late != NULL)
+  if (exec_spec_from_js(env, argv[1], sb, &op->spec, &late, &err) == 0 && late != NULL)
     op_fail_at_start(&op->base.op, late, &err);
   return op_prepared(&op->base.op, &err);
 }

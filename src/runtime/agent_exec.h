@@ -13,7 +13,7 @@
 #include "engine/exec_task.h"
 #include "sandbox/sandbox.h"
 
-napi_value agent_exec_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
+napi_value agent_exec_prepare(napi_env env, sandbox_t *sb, napi_value *argv);
 
 /* The agent's EXEC request for `s` (argv, env, workdir as cwd), with `flags`
  * (AW_EXEC_*) and the initial output `window`. The strings are referenced, not copied:

@@ -130,13 +130,13 @@ static void read_destroy(op_t *o) {
 }
 
 static const agent_op_kind_t read_kind = {
-    .vt = {.name = "agentReadFile", .start = agent_op_start, .cancel = agent_op_cancel, .result = read_result,
+    .vt = {.name = "agentReadFile", .start = agent_op_start, .stop = agent_op_stop, .result = read_result,
            .destroy = read_destroy},
     .run = read_run,
     .fallback = read_fallback,
 };
 
-napi_value agent_read_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+napi_value agent_read_prepare(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   if (args_options(env, argv) == NULL) return NULL;
   err_t err;
@@ -239,12 +239,12 @@ static void write_destroy(op_t *o) {
 }
 
 static const agent_op_kind_t write_kind = {
-    .vt = {.name = "agentWriteFile", .start = agent_op_start, .cancel = agent_op_cancel, .destroy = write_destroy},
+    .vt = {.name = "agentWriteFile", .start = agent_op_start, .stop = agent_op_stop, .destroy = write_destroy},
     .run = write_run,
     .fallback = write_fallback,
 };
 
-napi_value agent_write_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+napi_value agent_write_prepare(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   if (args_options(env, argv) == NULL) return NULL;
   err_t err;
@@ -471,13 +471,13 @@ static void list_destroy(op_t *o) {
 }
 
 static const agent_op_kind_t list_kind = {
-    .vt = {.name = "agentListFiles", .start = agent_op_start, .cancel = agent_op_cancel, .result = list_result,
+    .vt = {.name = "agentListFiles", .start = agent_op_start, .stop = agent_op_stop, .result = list_result,
            .destroy = list_destroy},
     .run = list_run,
     .fallback = list_fallback,
 };
 
-napi_value agent_list_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+napi_value agent_list_prepare(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;

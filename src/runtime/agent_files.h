@@ -10,8 +10,8 @@
 
 #include "sandbox/sandbox.h"
 
-napi_value agent_read_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
-napi_value agent_write_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
-napi_value agent_list_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
+napi_value agent_read_prepare(napi_env env, sandbox_t *sb, napi_value *argv);
+napi_value agent_write_prepare(napi_env env, sandbox_t *sb, napi_value *argv);
+napi_value agent_list_prepare(napi_env env, sandbox_t *sb, napi_value *argv);
 
 #endif

@@ -137,14 +137,12 @@ static agent_conn_t *conn_of(sandbox_t *sb) {
   return st ? st->conn : NULL;
 }
 
-void agent_op_cancel(op_t *o) {
+void agent_op_stop(op_t *o) {
   agent_op_t *op = (agent_op_t *)o;
   agent_conn_t *c = conn_of(o->sb);
   if (c != NULL) agent_conn_cancel_wait(c, &op->waiter);
   agent_req_cancel(op->req);
   op->req = NULL;
-  op_reject_cancelled(o);
-  op_release(o);
 }
 
 void agent_op_destroy(agent_op_t *op) {

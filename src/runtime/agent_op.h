@@ -45,7 +45,7 @@ int agent_op_refuse(sandbox_t *sb, const char *why, err_t *err); /* why: a text,
 typedef struct agent_op agent_op_t;
 
 typedef struct agent_op_kind {
-  op_vtable_t vt; /* .start and .cancel are the base's; .result, .destroy, .control the kind's */
+  op_vtable_t vt; /* .start and .stop are the base's; .result, .destroy, .control the kind's */
   /* Starts the work on the ready connection; on failure settles the op (agent_op_fail). */
   void (*run)(agent_op_t *op, agent_conn_t *c);
   /* The engine's operation for the same request (its contents taken). NULL with err set. */
@@ -62,7 +62,7 @@ struct agent_op {
 
 /* The base of every agent operation's vtable. */
 void agent_op_start(op_t *o);
-void agent_op_cancel(op_t *o);
+void agent_op_stop(op_t *o);
 /* What every kind's destroy calls first. */
 void agent_op_destroy(agent_op_t *op);
 /* Allocates an operation of `size` bytes (agent_op_t first) for the environment of `env`;

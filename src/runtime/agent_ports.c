@@ -77,13 +77,13 @@ static napi_value port_result(op_t *o) {
 static void port_destroy(op_t *o) { agent_op_destroy((agent_op_t *)o); }
 
 static const agent_op_kind_t port_kind = {
-    .vt = {.name = "agentWaitForPort", .start = agent_op_start, .cancel = agent_op_cancel, .result = port_result,
+    .vt = {.name = "agentWaitForPort", .start = agent_op_start, .stop = agent_op_stop, .result = port_result,
            .destroy = port_destroy},
     .run = port_run,
     .fallback = port_fallback,
 };
 
-napi_value agent_ports_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+napi_value agent_ports_prepare(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;

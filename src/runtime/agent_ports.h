@@ -10,6 +10,6 @@
 
 #include "sandbox/sandbox.h"
 
-napi_value agent_ports_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
+napi_value agent_ports_prepare(napi_env env, sandbox_t *sb, napi_value *argv);
 
 #endif

@@ -387,13 +387,13 @@ static void destroy(op_t *o) {
 }
 
 static const agent_op_kind_t start_kind = {
-    .vt = {.name = "agentStartProcess", .start = start, .cancel = agent_op_cancel, .result = result,
+    .vt = {.name = "agentStartProcess", .start = start, .stop = agent_op_stop, .result = result,
            .destroy = destroy},
     .run = run,
     .fallback = fallback,
 };
 
-napi_value agent_procs_prepare_start(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+napi_value agent_procs_prepare_start(napi_env env, sandbox_t *sb, napi_value *argv) {
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;
   agent_start_op_t *op = agent_op_prepare(env, &start_kind, sizeof(*op), sb);

@@ -11,6 +11,6 @@
 
 #include "sandbox/sandbox.h"
 
-napi_value agent_procs_prepare_start(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
+napi_value agent_procs_prepare_start(napi_env env, sandbox_t *sb, napi_value *argv);
 
 #endif

@@ -11,20 +11,13 @@
 
 typedef struct call {
   napi_value argv[RUNTIME_MAX_ARGS];
-  size_t argc;
   sandbox_t *sb;
 } call_t;
 
 /* The arguments, missing ones undefined, and the sandbox of argv[0]. 0, or -1 with a
  * JavaScript exception pending. */
 static int read_call(napi_env env, napi_callback_info info, call_t *c) {
-  c->argc = RUNTIME_MAX_ARGS;
-  if (napi_get_cb_info(env, info, &c->argc, c->argv, NULL, NULL) != napi_ok) {
-    nu_throw_status(env, "napi_get_cb_info");
-    return -1;
-  }
-  if (c->argc > RUNTIME_MAX_ARGS) c->argc = RUNTIME_MAX_ARGS;
-  for (size_t i = c->argc; i < RUNTIME_MAX_ARGS; i++) c->argv[i] = nu_undefined(env);
+  if (nu_args(env, info, c->argv, RUNTIME_MAX_ARGS) < 0) return -1;
   c->sb = sandbox_from_js(env, c->argv[0]);
   return c->sb == NULL ? -1 : 0;
 }
@@ -33,7 +26,7 @@ static int read_call(napi_env env, napi_callback_info info, call_t *c) {
   static napi_value js_##field(napi_env env, napi_callback_info info) { \
     call_t c;                                                         \
     if (read_call(env, info, &c) != 0) return NULL;                   \
-    return transport_table(c.sb)->field(env, c.sb, c.argv, c.argc);   \
+    return transport_table(c.sb)->field(env, c.sb, c.argv);   \
   }
 
 ENTRY(exec)

@@ -257,7 +257,7 @@ fail:
   err_clear(&err);
 }
 
-static void write_cancel(op_t *o) {
+static void write_stop(op_t *o) {
   write_op_t *op = (write_op_t *)o;
   owner_cancel(op->owner);
   op->owner = NULL;
@@ -265,8 +265,6 @@ static void write_cancel(op_t *o) {
   op->anc = NULL;
   http_req_free(op->req);
   op->req = NULL;
-  op_reject_cancelled(o);
-  op_release(o);
 }
 
 static void write_destroy(op_t *o) {
@@ -282,7 +280,7 @@ static void write_destroy(op_t *o) {
 static const op_vtable_t write_vt = {
     .name = "writeFile",
     .start = write_start,
-    .cancel = write_cancel,
+    .stop = write_stop,
     .destroy = write_destroy,
 };
 
@@ -353,8 +351,7 @@ op_t *files_engine_write_op(jsenv_t *js, sandbox_t *sb, file_write_req_t *req) {
 }
 
 /* native.prepareWriteFile(sandbox, options, isText): the original's checks, in order. */
-napi_value files_prepare_write(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  (void)argc;
+napi_value files_prepare_write(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   if (args_options(env, argv) == NULL) return NULL;
   err_t err;
@@ -512,14 +509,12 @@ fail:
   op_settle(o, &err);
 }
 
-static void read_cancel(op_t *o) {
+static void read_stop(op_t *o) {
   read_op_t *op = (read_op_t *)o;
   http_req_free(op->req);
   op->req = NULL;
   ancestry_cancel(op->anc);
   op->anc = NULL;
-  op_reject_cancelled(o);
-  op_release(o);
 }
 
 static napi_value read_result(op_t *o) {
@@ -544,7 +539,7 @@ static void read_destroy(op_t *o) {
 static const op_vtable_t read_vt = {
     .name = "readFile",
     .start = read_start,
-    .cancel = read_cancel,
+    .stop = read_stop,
     .result = read_result,
     .destroy = read_destroy,
 };
@@ -582,8 +577,7 @@ op_t *files_engine_read_op(jsenv_t *js, sandbox_t *sb, char **path) {
   return &op->op;
 }
 
-napi_value files_prepare_read(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  (void)argc;
+napi_value files_prepare_read(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   if (args_options(env, argv) == NULL) return NULL;
   err_t err;
@@ -602,9 +596,8 @@ napi_value files_prepare_read(napi_env env, sandbox_t *sb, napi_value *argv, siz
 /* native.textPageOptions(options): readTextFilePage's checks and defaults. */
 static napi_value js_text_page_options(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
-  size_t argc = 1;
   napi_value options;
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, &options, NULL, NULL));
+  if (nu_args(env, info, &options, 1) < 0) return NULL;
   err_t err;
   err_init(&err);
   if (!nu_is_record(env, options)) {
@@ -633,9 +626,9 @@ static napi_value js_text_page_options(napi_env env, napi_callback_info info) {
 /* native.textFilePage(bytes, startLine, lineCount, maxBytes): the page, or null when the
  * bytes are not UTF-8 (the caller then throws TextDecoder's own error). */
 static napi_value js_text_file_page(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
   napi_value argv[4];
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int argc = nu_args(env, info, argv, 4);
+  if (argc < 0) return NULL;
   uint8_t *data = NULL;
   size_t len = 0;
   int64_t v[3] = {1, 1, 1};

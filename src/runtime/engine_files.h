@@ -25,8 +25,8 @@ op_t *files_engine_write_op(jsenv_t *js, sandbox_t *sb, file_write_req_t *req);
 op_t *files_engine_read_op(jsenv_t *js, sandbox_t *sb, char **path);
 
 /* native.prepareReadFile(sandbox, options) and prepareWriteFile(sandbox, options, isText). */
-napi_value files_prepare_read(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
-napi_value files_prepare_write(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
+napi_value files_prepare_read(napi_env env, sandbox_t *sb, napi_value *argv);
+napi_value files_prepare_write(napi_env env, sandbox_t *sb, napi_value *argv);
 /* native.textFilePage(bytes, options): the page of bytes read by readFile. */
 void files_register(napi_env env, napi_value exports);
 

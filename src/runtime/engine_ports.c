@@ -75,12 +75,10 @@ fail:
   op_settle(o, &err);
 }
 
-static void port_cancel(op_t *o) {
+static void port_stop(op_t *o) {
   port_op_t *op = (port_op_t *)o;
   exec_task_cancel(op->task);
   op->task = NULL;
-  op_reject_cancelled(o);
-  op_release(o);
 }
 
 static napi_value port_result(op_t *o) {
@@ -96,7 +94,7 @@ static void port_destroy(op_t *o) {
 static const op_vtable_t port_vt = {
     .name = "waitForPort",
     .start = port_start,
-    .cancel = port_cancel,
+    .stop = port_stop,
     .result = port_result,
     .destroy = port_destroy,
 };
@@ -141,8 +139,7 @@ op_t *ports_engine_op(jsenv_t *js, sandbox_t *sb, const port_wait_req_t *req) {
   return &op->op;
 }
 
-napi_value ports_prepare_wait(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  (void)argc;
+napi_value ports_prepare_wait(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;

@@ -19,6 +19,6 @@ int ports_parse(napi_env env, sandbox_t *sb, napi_value options, port_wait_req_t
 /* The engine's wait (the original's /proc/net/tcp probe loop); not yet a token. NULL when
  * out of memory. */
 op_t *ports_engine_op(jsenv_t *js, sandbox_t *sb, const port_wait_req_t *req);
-napi_value ports_prepare_wait(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
+napi_value ports_prepare_wait(napi_env env, sandbox_t *sb, napi_value *argv);
 
 #endif

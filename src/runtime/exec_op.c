@@ -136,12 +136,10 @@ static void exec_start(op_t *o) {
   if (op->task == NULL) op_settle(o, &err);
 }
 
-static void exec_cancel(op_t *o) {
+static void exec_stop(op_t *o) {
   exec_op_t *op = (exec_op_t *)o;
   exec_task_cancel(op->task);
   op->task = NULL;
-  op_reject_cancelled(o);
-  op_release(o);
 }
 
 static void exec_control(op_t *o, int command) {
@@ -163,7 +161,7 @@ static void exec_destroy(op_t *o) {
 static const op_vtable_t exec_vt = {
     .name = "exec",
     .start = exec_start,
-    .cancel = exec_cancel,
+    .stop = exec_stop,
     .result = exec_result_value,
     .destroy = exec_destroy,
     .control = exec_control,
@@ -178,14 +176,14 @@ op_t *exec_engine_op(jsenv_t *js, sandbox_t *sb, exec_spec_t *spec) {
 }
 
 /* native.prepareExec(sandbox, options) -> token (through the runtime table). */
-napi_value exec_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+napi_value exec_prepare(napi_env env, sandbox_t *sb, napi_value *argv) {
   /* Not args_options: exec's options check is part of validateExecOptions, in order. */
   exec_op_t *op = op_prepare(env, &exec_vt, sizeof(*op), sb);
   if (op == NULL) return NULL;
   err_t err;
   err_init(&err);
   napi_value late = NULL;
-  if (exec_spec_from_js(env, argc > 1 ? argv[1] : nu_undefined(env), sb, &op->spec, &late, &err) == 0 && late != NULL)
+  if (exec_spec_from_js(env, argv[1], sb, &op->spec, &late, &err) == 0 && late != NULL)
     op_fail_at_start(&op->op, late, &err);
   return op_prepared(&op->op, &err);
 }

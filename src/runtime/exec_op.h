@@ -26,6 +26,6 @@ int exec_spec_from_js(napi_env env, napi_value options, sandbox_t *sb, exec_spec
  * yet a token (for op_delegate, or op_prepared). NULL when out of memory. */
 op_t *exec_engine_op(jsenv_t *js, sandbox_t *sb, exec_spec_t *spec);
 /* native.prepareExec(sandbox, options) -> token (through the runtime table). */
-napi_value exec_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
+napi_value exec_prepare(napi_env env, sandbox_t *sb, napi_value *argv);
 
 #endif

@@ -146,12 +146,10 @@ oom:
   op_settle(o, &err);
 }
 
-static void user_cancel(op_t *o) {
+static void user_stop(op_t *o) {
   user_file_op_t *op = (user_file_op_t *)o;
   exec_task_cancel(op->task);
   op->task = NULL;
-  op_reject_cancelled(o);
-  op_release(o);
 }
 
 /* A read resolves with the file's bytes (moved out of the result). */
@@ -174,7 +172,7 @@ static void user_destroy(op_t *o) {
 static const op_vtable_t user_file_vt = {
     .name = "userFile",
     .start = user_start,
-    .cancel = user_cancel,
+    .stop = user_stop,
     .result = user_result,
     .destroy = user_destroy,
 };

@@ -103,12 +103,10 @@ static void run_listing(list_op_t *op) {
 
 static void list_start(op_t *o) { run_listing((list_op_t *)o); }
 
-static void list_cancel(op_t *o) {
+static void list_stop(op_t *o) {
   list_op_t *op = (list_op_t *)o;
   exec_task_cancel(op->task);
   op->task = NULL;
-  op_reject_cancelled(o);
-  op_release(o);
 }
 
 static napi_value list_result(op_t *o) { return list_entries_to_js(o->js->env, &((list_op_t *)o)->entries); }
@@ -123,7 +121,7 @@ static void list_destroy(op_t *o) {
 static const op_vtable_t list_vt = {
     .name = "listFiles",
     .start = list_start,
-    .cancel = list_cancel,
+    .stop = list_stop,
     .result = list_result,
     .destroy = list_destroy,
 };
@@ -149,8 +147,7 @@ op_t *listing_engine_op(jsenv_t *js, sandbox_t *sb, const char *path, err_t *err
 }
 
 /* native.prepareListFiles(sandbox, options) */
-napi_value listing_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  (void)argc;
+napi_value listing_prepare(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;

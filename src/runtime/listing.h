@@ -17,6 +17,6 @@
 char *listing_parse(napi_env env, napi_value options, err_t *err);
 /* The engine's listing of `path` (not yet a token). NULL with err set. */
 op_t *listing_engine_op(jsenv_t *js, sandbox_t *sb, const char *path, err_t *err);
-napi_value listing_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
+napi_value listing_prepare(napi_env env, sandbox_t *sb, napi_value *argv);
 
 #endif

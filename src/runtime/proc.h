@@ -47,10 +47,10 @@ int proc_start_refused(sandbox_t *sb, const proc_start_req_t *req, err_t *err);
  * for op_delegate. NULL when out of memory. */
 op_t *proc_start_op(jsenv_t *js, sandbox_t *sb, proc_start_req_t *req, const proc_carrier_t *carrier);
 
-napi_value proc_prepare_start(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
-napi_value proc_prepare_stop(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
-napi_value proc_prepare_dispose(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
-napi_value proc_list(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
-napi_value proc_logs(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
+napi_value proc_prepare_start(napi_env env, sandbox_t *sb, napi_value *argv);
+napi_value proc_prepare_stop(napi_env env, sandbox_t *sb, napi_value *argv);
+napi_value proc_prepare_dispose(napi_env env, sandbox_t *sb, napi_value *argv);
+napi_value proc_list(napi_env env, sandbox_t *sb, napi_value *argv);
+napi_value proc_logs(napi_env env, sandbox_t *sb, napi_value *argv);
 
 #endif

@@ -26,9 +26,8 @@ static proc_registry_t *active_registry(napi_env env, sandbox_t *sb) {
 }
 
 /* native.listProcesses(sandbox) */
-napi_value proc_list(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+napi_value proc_list(napi_env env, sandbox_t *sb, napi_value *argv) {
   (void)argv;
-  (void)argc;
   proc_registry_t *pm = active_registry(env, sb);
   if (pm == NULL) return NULL;
   napi_value arr;
@@ -39,7 +38,7 @@ napi_value proc_list(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc)
 }
 
 /* native.processLogs(sandbox, processId, tailBytes | undefined) */
-napi_value proc_logs(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+napi_value proc_logs(napi_env env, sandbox_t *sb, napi_value *argv) {
   proc_registry_t *pm = active_registry(env, sb);
   if (pm == NULL) return NULL;
   err_t err;
@@ -54,7 +53,7 @@ napi_value proc_logs(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc)
   free(id);
   size_t want = SIZE_MAX;
   int64_t tail = 0;
-  if (argc > 2 && nu_safe_integer(env, argv[2], &tail) && tail >= 0) want = (size_t)tail;
+  if (nu_safe_integer(env, argv[2], &tail) && tail >= 0) want = (size_t)tail;
   napi_value o;
   NU_CALL(env, napi_create_object(env, &o));
   const tail_t *tails[2] = {&r->out, &r->err};

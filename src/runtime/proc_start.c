@@ -277,15 +277,13 @@ static void cancel_check(start_op_t *op) {
   op->check = NULL;
 }
 
-static void start_cancel(op_t *o) {
+static void start_halt(op_t *o) {
   start_op_t *op = (start_op_t *)o;
   stop_timeout(op);
   cancel_check(op);
   if (op->prune_at) proc_rec_unref(op->prune_at);
   op->prune_at = NULL;
   if (op->rec && !op->rec->marker_seen) discard_record(op);
-  op_reject_cancelled(o);
-  op_release(o);
 }
 
 static napi_value start_result(op_t *o) { return proc_info_to_js(o->js->env, ((start_op_t *)o)->rec); }
@@ -305,7 +303,7 @@ static void start_destroy(op_t *o) {
 static const op_vtable_t start_vt = {
     .name = "startProcess",
     .start = start_start,
-    .cancel = start_cancel,
+    .stop = start_halt,
     .result = start_result,
     .destroy = start_destroy,
 };
@@ -398,8 +396,7 @@ op_t *proc_start_op(jsenv_t *js, sandbox_t *sb, proc_start_req_t *req, const pro
 }
 
 /* native.prepareStartProcess(sandbox, options) on the engine path. */
-napi_value proc_prepare_start(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  (void)argc;
+napi_value proc_prepare_start(napi_env env, sandbox_t *sb, napi_value *argv) {
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;
   err_t err;

@@ -270,12 +270,10 @@ static void cancel_terms(stop_op_t *op) {
   op->pending = 0;
 }
 
-static void stop_cancel(op_t *o) {
+static void stop_halt(op_t *o) {
   stop_op_t *op = (stop_op_t *)o;
   cancel_terms(op);
   if (op->rec && op->rec->status == P_RUNNING) op->rec->stop_requested = 0;
-  op_reject_cancelled(o);
-  op_release(o);
 }
 
 static napi_value stop_result(op_t *o) {
@@ -295,14 +293,13 @@ static void stop_destroy(op_t *o) {
 static const op_vtable_t stop_vt = {
     .name = "stopProcess",
     .start = stop_start,
-    .cancel = stop_cancel,
+    .stop = stop_halt,
     .result = stop_result,
     .destroy = stop_destroy,
 };
 
 /* native.prepareStopProcess(sandbox, options): assertOptionsObject, processId, gracePeriodMs. */
-napi_value proc_prepare_stop(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  (void)argc;
+napi_value proc_prepare_stop(napi_env env, sandbox_t *sb, napi_value *argv) {
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;
   err_t err;
@@ -323,9 +320,8 @@ napi_value proc_prepare_stop(napi_env env, sandbox_t *sb, napi_value *argv, size
 }
 
 /* native.prepareDisposeProcesses(sandbox) */
-napi_value proc_prepare_dispose(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
+napi_value proc_prepare_dispose(napi_env env, sandbox_t *sb, napi_value *argv) {
   (void)argv;
-  (void)argc;
   stop_op_t *op = op_prepare(env, &stop_vt, sizeof(*op), sb);
   if (op == NULL) return NULL;
   err_init(&op->err);

@@ -29,7 +29,8 @@
 
 #define RUNTIME_MAX_ARGS 4
 
-typedef napi_value (*runtime_entry_fn)(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc);
+/* argv holds RUNTIME_MAX_ARGS values, undefined where the call passed fewer. */
+typedef napi_value (*runtime_entry_fn)(napi_env env, sandbox_t *sb, napi_value *argv);
 
 typedef struct runtime_ops {
   const char *name;

@@ -683,10 +683,10 @@ static const tree_export_backend_t tree_agent_export_backend = {
 
 /* ================= the table's rows ================= */
 
-napi_value tree_agent_prepare_import(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  return tree_import_prepare(env, sb, argv, argc, &tree_agent_import_backend);
+napi_value tree_agent_prepare_import(napi_env env, sandbox_t *sb, napi_value *argv) {
+  return tree_import_prepare(env, sb, argv, &tree_agent_import_backend);
 }
 
-napi_value tree_agent_prepare_export(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc) {
-  return tree_export_prepare(env, sb, argv, argc, &tree_agent_export_backend);
+napi_value tree_agent_prepare_export(napi_env env, sandbox_t *sb, napi_value *argv) {
+  return tree_export_prepare(env, sb, argv, &tree_agent_export_backend);
 }

@@ -277,10 +277,8 @@ static int admit_dir(tree_import_t *t, const char *path, unsigned mode, int coun
 
 /* native.treeImportEntry(channel, isDirectory, path, mode, byteLength) */
 static napi_value js_import_entry(napi_env env, napi_callback_info info) {
-  size_t argc = 5;
   napi_value argv[5];
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  for (size_t i = argc; i < 5; i++) argv[i] = nu_undefined(env);
+  if (nu_args(env, info, argv, 5) < 0) return NULL;
   tree_import_t *t = chan_import(env, argv[0]);
   if (t == NULL) return nu_number(env, TREE_PUSH_STOP);
   if (t->state != T_RUNNING) return nu_number(env, TREE_PUSH_STOP);
@@ -370,10 +368,8 @@ fail:
 
 /* native.treeImportData(channel, chunk) */
 static napi_value js_import_data(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
   napi_value argv[2];
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 2) argv[1] = nu_undefined(env);
+  if (nu_args(env, info, argv, 2) < 0) return NULL;
   tree_import_t *t = chan_import(env, argv[0]);
   if (t == NULL || t->state != T_RUNNING) return nu_number(env, TREE_PUSH_STOP);
   err_t err;
@@ -403,9 +399,9 @@ static napi_value js_import_data(napi_env env, napi_callback_info info) {
 
 /* native.treeImportEnd(channel): every entry was given. */
 static napi_value js_import_end(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int argc = nu_args(env, info, argv, 1);
+  if (argc < 0) return NULL;
   tree_import_t *t = argc > 0 ? chan_import(env, argv[0]) : NULL;
   if (t == NULL || t->state != T_RUNNING) return nu_number(env, TREE_PUSH_STOP);
   err_t err;
@@ -419,9 +415,9 @@ static napi_value js_import_end(napi_env env, napi_callback_info info) {
 
 /* native.treeImportCounts(channel): [files, directories, bytes] so far, or null. */
 static napi_value js_import_counts(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
-  NU_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int argc = nu_args(env, info, argv, 1);
+  if (argc < 0) return NULL;
   tree_import_t *t = argc > 0 ? chan_import(env, argv[0]) : NULL;
   if (t == NULL) return nu_null(env);
   napi_value out;
@@ -432,9 +428,8 @@ static napi_value js_import_counts(napi_env env, napi_callback_info info) {
   return out;
 }
 
-napi_value tree_import_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc,
+napi_value tree_import_prepare(napi_env env, sandbox_t *sb, napi_value *argv,
                                const tree_import_backend_t *backend) {
-  (void)argc;
   jsenv_t *js = jsenv_get(env);
   napi_value options = nu_is_undefined(env, argv[1]) ? NULL : args_options(env, argv);
   if (!nu_is_undefined(env, argv[1]) && options == NULL) return NULL;
@@ -916,9 +911,8 @@ static int read_selection(napi_env env, napi_value sel, tree_export_req_t *req, 
   return rc;
 }
 
-napi_value tree_export_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc,
+napi_value tree_export_prepare(napi_env env, sandbox_t *sb, napi_value *argv,
                                const tree_export_backend_t *backend) {
-  (void)argc;
   jsenv_t *js = jsenv_get(env);
   err_t err;
   err_init(&err);

@@ -114,7 +114,7 @@ void tree_import_drained(tree_import_t *t);
 /* The backend finished: published (err NULL) or failed, or stopped. From the loop only. */
 void tree_import_done(tree_import_t *t, err_t *err);
 /* A transport's table row: reads the call, returns { token, channel }. */
-napi_value tree_import_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc,
+napi_value tree_import_prepare(napi_env env, sandbox_t *sb, napi_value *argv,
                                const tree_import_backend_t *backend);
 
 /* ---- export ---- */
@@ -183,7 +183,7 @@ int tree_export_should_pause(const tree_export_t *x);
 /* The backend finished: everything was read (err NULL) or it failed. From the loop only. */
 void tree_export_done(tree_export_t *x, err_t *err);
 /* A transport's table row: reads the call, returns the op token. */
-napi_value tree_export_prepare(napi_env env, sandbox_t *sb, napi_value *argv, size_t argc,
+napi_value tree_export_prepare(napi_env env, sandbox_t *sb, napi_value *argv,
                                const tree_export_backend_t *backend);
 
 /* native.treeImportEntry / treeImportData / treeImportEnd / treeImportCounts. */
