@@ -42,6 +42,32 @@ test("the embedded headers are those of the scripts (scripts/embed-sh.mjs --chec
   assert.equal(grep.stdout, "", "a script in a C string");
 });
 
+test("each header's C string is the script's embedded text, includes put in place", (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "anvia-sh-c-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const runnable = sources.filter((f) => !/\/_[^/]*$/.test(f));
+  const header = (f) => f.replace(/^.*\/src\//, "").replace(/\.sh$/, "_sh.h");
+  const ident = (f) => `${f.replace(/^.*\/(.*)\.sh$/, "$1").toUpperCase()}_SH`;
+  const c = [
+    "#include <stdio.h>",
+    "#include <string.h>",
+    ...runnable.map((f) => `#include "${header(f)}"`),
+    "int main(int argc, char **argv) {",
+    "  if (argc < 2) return 2;",
+    ...runnable.map((f) => `  if (strcmp(argv[1], "${ident(f)}") == 0) return fputs(${ident(f)}, stdout) < 0;`),
+    "  return 2;",
+    "}",
+  ].join("\n");
+  writeFileSync(join(dir, "print.c"), c);
+  const cc = spawnSync("cc", ["-std=c11", "-Wall", "-Werror", "-I", join(root, "src"), "-o", join(dir, "print"), join(dir, "print.c")], { encoding: "utf8" });
+  assert.equal(cc.status, 0, cc.stderr);
+  for (const f of runnable) {
+    const r = spawnSync(join(dir, "print"), [ident(f)]);
+    assert.equal(r.status, 0, ident(f));
+    assert.equal(r.stdout.toString("latin1"), Buffer.from(scriptOf(f).join("\n")).toString("latin1"), ident(f));
+  }
+});
+
 for (const [label, shell] of SHELLS) {
   const run = (name, args, { input, cwd } = {}) => {
     const r = spawnSync(shell[0], [...shell.slice(1), "-c", script(name), `anvia-${name}`, ...args], { input: input === undefined ? undefined : Buffer.from(input), cwd });

@@ -6,29 +6,10 @@
 #ifndef SBX_RUNTIME_SH_FILE_WRITE_H
 #define SBX_RUNTIME_SH_FILE_WRITE_H
 
+#include "runtime/sh/_file_walk_sh.h"
+
 static const char FILE_WRITE_SH[] =
-    "umask 022\012"
-    "cd -P -- \"$1\" 2>/dev/null || exit 90\012"
-    "here=$(pwd -P)\012"
-    "name=${2##*/}; dir=${2%/*}; [ \"$dir\" = \"$2\" ] && dir=\012"
-    "walked=\012"
-    "IFS=/; set -f\012"
-    "for c in $dir; do\012"
-    "  walked=${walked:+$walked/}$c\012"
-    "  if [ -L \"$c\" ]; then printf '%s' \"$walked\" >&2; exit 91; fi\012"
-    "  if [ ! -e \"$c\" ]; then\012"
-    "    [ \"$3\" = create ] || exit 96\012"
-    "    mkdir -- \"$c\" 2>/dev/null || [ -d \"$c\" ] || { printf '%s' \"$walked\" >&2; exit 92; }\012"
-    "  fi\012"
-    "  if [ -L \"$c\" ]; then printf '%s' \"$walked\" >&2; exit 91; fi\012"
-    "  if [ ! -d \"$c\" ]; then [ \"$3\" = create ] || exit 96; printf '%s' \"$walked\" >&2; exit 92; fi\012"
-    "  cd -P -- \"$c\" 2>/dev/null || { printf '%s' \"$walked\" >&2; exit 93; }\012"
-    "  case $here in /) want=/$c ;; *) want=$here/$c ;; esac\012"
-    "  here=$(pwd -P)\012"
-    "  [ \"$here\" = \"$want\" ] || { printf '%s' \"$walked\" >&2; exit 91; }\012"
-    "done\012"
-    "unset IFS; set +f\012"
-    "case $here in /) at=/$name ;; *) at=$here/$name ;; esac\012"
+    FILE_WALK_SH_TEXT
     "if [ -d \"$name\" ] && [ ! -L \"$name\" ]; then exit 94; fi\012"
     "tmp=\".anvia-write.$$\"\012"
     "set -C\012"
