@@ -84,21 +84,14 @@ static void build_destroy(op_t *o) {
   free(op->image_id);
 }
 
-static const op_vtable_t build_vt = {
-    .name = "buildImage",
-    .start = build_start,
-    .stop = build_stop,
-    .result = build_result,
-    .destroy = build_destroy,
-};
+static const op_vtable_t build_vt = {.name = "buildImage",
+    .start = build_start, .stop = build_stop, .result = build_result, .destroy = build_destroy};
 
 /* native.prepareBuildImage(client, { context, files, tag }) -> token. */
 static napi_value js_prepare_build(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
-  if (nu_args(env, info, argv, 2) < 0) return NULL;
-  client_t *c = client_from_js(env, argv[0]);
+  napi_value o;
+  client_t *c = client_call(env, info, &o);
   if (c == NULL) return NULL;
-  napi_value o = argv[1];
   err_t err;
   err_init(&err);
   napi_value context = nu_get(env, o, "context"), tag = nu_get(env, o, "tag"), files = nu_get(env, o, "files");

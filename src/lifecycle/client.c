@@ -22,7 +22,7 @@ static void client_finalize(napi_env env, void *data, void *hint) {
   free(c);
 }
 
-client_t *client_from_js(napi_env env, napi_value v) { return token_unwrap(env, v, TOKEN_CLIENT); }
+static client_t *client_from_js(napi_env env, napi_value v) { return token_unwrap(env, v, TOKEN_CLIENT); }
 
 /* options.transport, else ANVIA_SANDBOX_TRANSPORT, else "auto". 0, or -1 with a
  * TypeError in err. */
@@ -50,6 +50,13 @@ static int read_transport(napi_env env, napi_value options, int *out, err_t *err
   *out = transport_parse(name);
   free(name);
   return 0;
+}
+
+client_t *client_call(napi_env env, napi_callback_info info, napi_value *options) {
+  napi_value argv[2];
+  if (nu_args(env, info, argv, 2) < 0) return NULL;
+  if (options != NULL) *options = argv[1];
+  return client_from_js(env, argv[0]);
 }
 
 /* native.clientNew(options): validates as the original's constructor, plus `host` and

@@ -18,8 +18,10 @@ typedef struct client {
   int transport; /* transport_t (sandbox/sandbox.h): how its sandboxes run their operations */
 } client_t;
 
-/* The client behind a token from native.clientNew, or NULL (a TypeError is thrown). */
-client_t *client_from_js(napi_env env, napi_value v);
+/* A call of (client[, options]): the client behind the token (from native.clientNew) of its
+ * first argument and, when `options` is not NULL, the second (undefined when not passed).
+ * NULL with an exception pending (a TypeError for what is not a client's token). */
+client_t *client_call(napi_env env, napi_callback_info info, napi_value *options);
 /* Registers native.clientNew(options) (validates as the original's constructor, plus
  * `host`) and native.resolveEndpoint(host, env) (endpoint resolution as a pure function,
  * for tests). */

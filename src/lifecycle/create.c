@@ -754,19 +754,13 @@ static void create_destroy(op_t *o) {
   steps_free(&op->st);
 }
 
-static const op_vtable_t create_vt = {
-    .name = "createSandbox",
-    .start = create_start,
-    .cancel = create_cancel,
-    .result = create_result,
-    .destroy = create_destroy,
-};
+static const op_vtable_t create_vt = {.name = "createSandbox",
+    .start = create_start, .cancel = create_cancel, .result = create_result, .destroy = create_destroy};
 
 /* native.prepareCreate(client, options) -> token; validation errors are thrown. */
 static napi_value js_prepare_create(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
-  if (nu_args(env, info, argv, 2) < 0) return NULL;
-  client_t *c = client_from_js(env, argv[0]);
+  napi_value options;
+  client_t *c = client_call(env, info, &options);
   if (c == NULL) return NULL;
   err_t err;
   err_init(&err);
@@ -777,9 +771,9 @@ static napi_value js_prepare_create(napi_env env, napi_callback_info info) {
   steps_init(&op->st, op->eng, MAX_ROLLBACK_ERRORS);
   op->transport = c->transport;
   napi_value late = NULL;
-  if (create_opts_read(env, argv[1], &op->o, &late, &err) != 0 ||
+  if (create_opts_read(env, options, &op->o, &late, &err) != 0 ||
       (late != NULL && op_fail_at_start(&op->op, late, &err) != 0) ||
-      lifetime_read(env, argv[1], &op->lifetime, &err) != 0)
+      lifetime_read(env, options, &op->lifetime, &err) != 0)
     return op_prepared(&op->op, &err);
   /* A file that is also a directory (listed in `directories`, or the parent of another
    * entry) cannot be written: said clearly, before anything is made. */

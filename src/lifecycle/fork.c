@@ -628,13 +628,8 @@ static void fork_destroy(op_t *o) {
   steps_free(&op->st);
 }
 
-static const op_vtable_t fork_vt = {
-    .name = "fork",
-    .start = fork_start,
-    .cancel = fork_cancel,
-    .result = fork_result,
-    .destroy = fork_destroy,
-};
+static const op_vtable_t fork_vt = {.name = "fork",
+    .start = fork_start, .cancel = fork_cancel, .result = fork_result, .destroy = fork_destroy};
 
 static char *joined(const char *a, const char *b, const char *c) {
   buf_t out;
@@ -649,13 +644,11 @@ static char *joined(const char *a, const char *b, const char *c) {
 /* native.prepareFork(sandbox, options) */
 static napi_value js_prepare_fork(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
-  napi_value argv[2];
-  if (nu_args(env, info, argv, 2) < 0) return NULL;
-  sandbox_t *sb = sandbox_from_js(env, argv[0]);
+  napi_value options;
+  sandbox_t *sb = sandbox_call(env, info, &options);
   if (sb == NULL) return NULL;
   err_t err;
   err_init(&err);
-  napi_value options = argv[1];
   napi_value id = nu_undefined(env);
   if (!nu_is_undefined(env, options)) {
     if (!nu_is_record(env, options)) {
@@ -760,18 +753,12 @@ static void image_stop(op_t *o) {
 
 static void image_destroy(op_t *o) { http_req_free(((image_op_t *)o)->req); }
 
-static const op_vtable_t image_vt = {
-    .name = "removeOwnedImage",
-    .start = image_start,
-    .stop = image_stop,
-    .destroy = image_destroy,
-};
+static const op_vtable_t image_vt = {.name = "removeOwnedImage",
+    .start = image_start, .stop = image_stop, .destroy = image_destroy};
 
 /* native.prepareRemoveOwnedImage(sandbox) -> token, or undefined when it owns none. */
 static napi_value js_prepare_remove_image(napi_env env, napi_callback_info info) {
-  napi_value argv[1];
-  if (nu_args(env, info, argv, 1) < 0) return NULL;
-  sandbox_t *sb = sandbox_from_js(env, argv[0]);
+  sandbox_t *sb = sandbox_call(env, info, NULL);
   if (sb == NULL) return NULL;
   if (sandbox_attached(sb, &IMAGE_KEY) == NULL) return nu_undefined(env);
   image_op_t *op = op_prepare(env, &image_vt, sizeof(*op), sb);

@@ -340,14 +340,13 @@ void activity_release(sandbox_t *sb) {
 /* native.sandboxActivity(sandbox, delta) -> whether the sandbox has an idle limit (the
  * shim stops calling for one that has none). */
 static napi_value js_activity(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
-  if (nu_args(env, info, argv, 2) < 0) return NULL;
-  sandbox_t *sb = sandbox_from_js(env, argv[0]);
+  napi_value delta_v;
+  sandbox_t *sb = sandbox_call(env, info, &delta_v);
   if (sb == NULL) return NULL;
   tracker_t *t = tracker_of(sb);
   if (t == NULL) return nu_bool(env, 0);
   int32_t delta = 0;
-  napi_get_value_int32(env, argv[1], &delta); /* 0 unless a number */
+  napi_get_value_int32(env, delta_v, &delta); /* 0 unless a number */
   if (delta > 0) activity_begin(sb);
   else if (delta < 0) activity_end(sb);
   return nu_bool(env, 1);

@@ -99,22 +99,16 @@ static void pull_destroy(op_t *o) {
   free(op->ref);
 }
 
-static const op_vtable_t pull_vt = {
-    .name = "pullImage",
-    .start = pull_start,
-    .stop = pull_stop,
-    .destroy = pull_destroy,
-};
+static const op_vtable_t pull_vt = {.name = "pullImage",
+    .start = pull_start, .stop = pull_stop, .destroy = pull_destroy};
 
 /* native.preparePull(client, options) -> token. */
 static napi_value js_prepare_pull(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
-  if (nu_args(env, info, argv, 2) < 0) return NULL;
-  client_t *c = client_from_js(env, argv[0]);
+  napi_value options;
+  client_t *c = client_call(env, info, &options);
   if (c == NULL) return NULL;
   err_t err;
   err_init(&err);
-  napi_value options = argv[1];
   napi_value image = nu_get(env, options, "image");
   if (!nu_is_record(env, options)) err_type(&err, "options must be an object.");
   else if (!nu_is_nonempty_string(env, image)) err_type(&err, "image must be a non-empty string.");

@@ -84,17 +84,11 @@ static void remove_stop(op_t *o) {
 
 static void remove_destroy(op_t *o) { http_req_free(((remove_op_t *)o)->req); }
 
-static const op_vtable_t remove_vt = {
-    .name = "sandboxLifecycle",
-    .start = remove_start,
-    .stop = remove_stop,
-    .destroy = remove_destroy,
-};
+static const op_vtable_t remove_vt = {.name = "sandboxLifecycle",
+    .start = remove_start, .stop = remove_stop, .destroy = remove_destroy};
 
 static napi_value prepare(napi_env env, napi_callback_info info, remove_kind_t kind) {
-  napi_value argv[1];
-  if (nu_args(env, info, argv, 1) < 0) return NULL;
-  sandbox_t *s = sandbox_from_js(env, argv[0]);
+  sandbox_t *s = sandbox_call(env, info, NULL);
   if (s == NULL) return NULL;
   remove_op_t *op = op_prepare(env, &remove_vt, sizeof(*op), s);
   if (op == NULL) return NULL;
@@ -114,9 +108,7 @@ static napi_value js_prepare_remove_volume(napi_env env, napi_callback_info info
 
 /* native.sandboxOwnsVolume(sandbox) */
 static napi_value js_owns_volume(napi_env env, napi_callback_info info) {
-  napi_value argv[1];
-  if (nu_args(env, info, argv, 1) < 0) return NULL;
-  sandbox_t *s = sandbox_from_js(env, argv[0]);
+  sandbox_t *s = sandbox_call(env, info, NULL);
   if (s == NULL) return NULL;
   return nu_bool(env, s->owns_volume);
 }

@@ -287,24 +287,17 @@ static void resume_destroy(op_t *o) {
   free(op->ports);
 }
 
-static const op_vtable_t resume_vt = {
-    .name = "resumeSandbox",
-    .start = resume_start,
-    .stop = resume_stop,
-    .result = resume_result,
-    .destroy = resume_destroy,
-};
+static const op_vtable_t resume_vt = {.name = "resumeSandbox",
+    .start = resume_start, .stop = resume_stop, .result = resume_result, .destroy = resume_destroy};
 
 /* native.prepareResume(client, options) -> token. */
 static napi_value js_prepare_resume(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
-  napi_value argv[2];
-  if (nu_args(env, info, argv, 2) < 0) return NULL;
-  client_t *c = client_from_js(env, argv[0]);
+  napi_value options;
+  client_t *c = client_call(env, info, &options);
   if (c == NULL) return NULL;
   err_t err;
   err_init(&err);
-  napi_value options = argv[1];
   if (!nu_is_record(env, options)) {
     err_type(&err, "options must be an object.");
     return convert_throw_err(js, &err);

@@ -425,13 +425,8 @@ static void list_destroy(op_t *o) {
   sandbox_list_free(op->items, op->n);
 }
 
-static const op_vtable_t list_vt = {
-    .name = "listSandboxes",
-    .start = list_start,
-    .stop = list_stop,
-    .result = list_result,
-    .destroy = list_destroy,
-};
+static const op_vtable_t list_vt = {.name = "listSandboxes",
+    .start = list_start, .stop = list_stop, .result = list_result, .destroy = list_destroy};
 
 /* ---- options ---- */
 
@@ -472,13 +467,11 @@ static int read_labels(napi_env env, napi_value v, kv_list_t *out, err_t *err) {
 
 static napi_value prepare(napi_env env, napi_callback_info info, int prune) {
   jsenv_t *js = jsenv_get(env);
-  napi_value argv[2];
-  if (nu_args(env, info, argv, 2) < 0) return NULL;
-  client_t *c = client_from_js(env, argv[0]);
+  napi_value options;
+  client_t *c = client_call(env, info, &options);
   if (c == NULL) return NULL;
   err_t err;
   err_init(&err);
-  napi_value options = argv[1];
   if (nu_is_undefined(env, options)) napi_create_object(env, &options);
   if (!nu_is_record(env, options)) {
     err_type(&err, "options must be an object.");

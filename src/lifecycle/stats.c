@@ -190,21 +190,14 @@ static void stats_destroy(op_t *o) {
   exec_task_cancel(op->task);
 }
 
-static const op_vtable_t stats_vt = {
-    .name = "stats",
-    .start = stats_start,
-    .stop = stats_stop,
-    .result = stats_result,
-    .destroy = stats_destroy,
-};
+static const op_vtable_t stats_vt = {.name = "stats",
+    .start = stats_start, .stop = stats_stop, .result = stats_result, .destroy = stats_destroy};
 
 /* native.prepareStats(sandbox, options) */
 static napi_value js_prepare_stats(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
-  if (nu_args(env, info, argv, 2) < 0) return NULL;
-  sandbox_t *sb = sandbox_from_js(env, argv[0]);
+  napi_value options;
+  sandbox_t *sb = sandbox_call(env, info, &options);
   if (sb == NULL) return NULL;
-  napi_value options = argv[1];
   err_t err;
   err_init(&err);
   stats_op_t *op = op_prepare(env, &stats_vt, sizeof(*op), sb);

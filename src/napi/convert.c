@@ -120,6 +120,13 @@ static void sandbox_finalize(napi_env env, void *data, void *hint) {
 
 sandbox_t *sandbox_from_js(napi_env env, napi_value v) { return token_unwrap(env, v, TOKEN_SANDBOX); }
 
+sandbox_t *sandbox_call(napi_env env, napi_callback_info info, napi_value *options) {
+  napi_value argv[2];
+  if (nu_args(env, info, argv, 2) < 0) return NULL;
+  if (options != NULL) *options = argv[1];
+  return sandbox_from_js(env, argv[0]);
+}
+
 napi_value published_port_to_js(napi_env env, int container_port, int host_port) {
   napi_value p;
   napi_create_object(env, &p);

@@ -34,5 +34,8 @@ napi_value published_port_to_js(napi_env env, int container_port, int host_port)
 napi_value sandbox_to_js(napi_env env, sandbox_t *s);
 /* The sandbox behind a handle's token, or NULL with a TypeError pending. */
 sandbox_t *sandbox_from_js(napi_env env, napi_value v);
+/* A call of (sandbox[, options]): the sandbox of its first argument and, when `options` is
+ * not NULL, the second (undefined when not passed). NULL with an exception pending. */
+sandbox_t *sandbox_call(napi_env env, napi_callback_info info, napi_value *options);
 
 #endif

@@ -277,12 +277,8 @@ static void write_destroy(op_t *o) {
   free(op->data);
 }
 
-static const op_vtable_t write_vt = {
-    .name = "writeFile",
-    .start = write_start,
-    .stop = write_stop,
-    .destroy = write_destroy,
-};
+static const op_vtable_t write_vt = {.name = "writeFile",
+    .start = write_start, .stop = write_stop, .destroy = write_destroy};
 
 /* The bytes to write, copied at once: options.data.slice() in the original, before the
  * path is read (a getter on `path` may transfer or detach the data's buffer). For text,
@@ -536,13 +532,8 @@ static void read_destroy(op_t *o) {
   free(op->name);
 }
 
-static const op_vtable_t read_vt = {
-    .name = "readFile",
-    .start = read_start,
-    .stop = read_stop,
-    .result = read_result,
-    .destroy = read_destroy,
-};
+static const op_vtable_t read_vt = {.name = "readFile",
+    .start = read_start, .stop = read_stop, .result = read_result, .destroy = read_destroy};
 
 /* native.prepareReadFile(sandbox, options): assertReadOptions of the original. */
 char *files_parse_read(napi_env env, napi_value *argv, err_t *err) {

@@ -91,13 +91,8 @@ static void port_destroy(op_t *o) {
   exec_task_cancel(op->task);
 }
 
-static const op_vtable_t port_vt = {
-    .name = "waitForPort",
-    .start = port_start,
-    .stop = port_stop,
-    .result = port_result,
-    .destroy = port_destroy,
-};
+static const op_vtable_t port_vt = {.name = "waitForPort",
+    .start = port_start, .stop = port_stop, .result = port_result, .destroy = port_destroy};
 
 /* native.prepareWaitForPort(sandbox, options): the original's checks, in order. */
 int ports_parse(napi_env env, sandbox_t *sb, napi_value options, port_wait_req_t *req, err_t *err) {

@@ -158,14 +158,9 @@ static void exec_destroy(op_t *o) {
   exec_spec_free(&op->spec);
 }
 
-static const op_vtable_t exec_vt = {
-    .name = "exec",
-    .start = exec_start,
-    .stop = exec_stop,
-    .result = exec_result_value,
-    .destroy = exec_destroy,
-    .control = exec_control,
-};
+static const op_vtable_t exec_vt = {.name = "exec",
+    .start = exec_start, .stop = exec_stop, .result = exec_result_value,
+    .destroy = exec_destroy, .control = exec_control};
 
 op_t *exec_engine_op(jsenv_t *js, sandbox_t *sb, exec_spec_t *spec) {
   exec_op_t *op = op_new(js, &exec_vt, sizeof(*op), sb);

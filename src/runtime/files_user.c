@@ -169,13 +169,8 @@ static void user_destroy(op_t *o) {
   free(op->data);
 }
 
-static const op_vtable_t user_file_vt = {
-    .name = "userFile",
-    .start = user_start,
-    .stop = user_stop,
-    .result = user_result,
-    .destroy = user_destroy,
-};
+static const op_vtable_t user_file_vt = {.name = "userFile",
+    .start = user_start, .stop = user_stop, .result = user_result, .destroy = user_destroy};
 
 static user_file_op_t *make(jsenv_t *js, sandbox_t *sb, int write) {
   user_file_op_t *op = op_new(js, &user_file_vt, sizeof(*op), sb);

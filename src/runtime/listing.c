@@ -118,13 +118,8 @@ static void list_destroy(op_t *o) {
   free(op->target);
 }
 
-static const op_vtable_t list_vt = {
-    .name = "listFiles",
-    .start = list_start,
-    .stop = list_stop,
-    .result = list_result,
-    .destroy = list_destroy,
-};
+static const op_vtable_t list_vt = {.name = "listFiles",
+    .start = list_start, .stop = list_stop, .result = list_result, .destroy = list_destroy};
 
 char *listing_parse(napi_env env, napi_value options, err_t *err) {
   /* options.path ?? "." */

@@ -300,13 +300,8 @@ static void start_destroy(op_t *o) {
   proc_start_req_free(&op->req);
 }
 
-static const op_vtable_t start_vt = {
-    .name = "startProcess",
-    .start = start_start,
-    .stop = start_halt,
-    .result = start_result,
-    .destroy = start_destroy,
-};
+static const op_vtable_t start_vt = {.name = "startProcess",
+    .start = start_start, .stop = start_halt, .result = start_result, .destroy = start_destroy};
 
 /*
  * Node's TypeError for the first argument of the original's launch that held a NUL

@@ -290,13 +290,8 @@ static void stop_destroy(op_t *o) {
   err_clear(&op->err);
 }
 
-static const op_vtable_t stop_vt = {
-    .name = "stopProcess",
-    .start = stop_start,
-    .stop = stop_halt,
-    .result = stop_result,
-    .destroy = stop_destroy,
-};
+static const op_vtable_t stop_vt = {.name = "stopProcess",
+    .start = stop_start, .stop = stop_halt, .result = stop_result, .destroy = stop_destroy};
 
 /* native.prepareStopProcess(sandbox, options): assertOptionsObject, processId, gracePeriodMs. */
 napi_value proc_prepare_stop(napi_env env, sandbox_t *sb, napi_value *argv) {

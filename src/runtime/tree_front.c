@@ -163,13 +163,8 @@ static void import_destroy(op_t *o) {
   err_clear(&t->failure);
 }
 
-static const op_vtable_t import_vt = {
-    .name = "importTree",
-    .start = import_start,
-    .cancel = import_cancel,
-    .result = import_result,
-    .destroy = import_destroy,
-};
+static const op_vtable_t import_vt = {.name = "importTree",
+    .start = import_start, .cancel = import_cancel, .result = import_result, .destroy = import_destroy};
 
 void tree_import_done(tree_import_t *t, err_t *err) {
   op_t *o = &t->op;
@@ -611,14 +606,9 @@ static void export_destroy(op_t *o) {
   err_clear(&x->failure);
 }
 
-static const op_vtable_t export_vt = {
-    .name = "exportTree",
-    .start = export_start,
-    .cancel = export_cancel,
-    .result = export_result,
-    .destroy = export_destroy,
-    .control = export_control,
-};
+static const op_vtable_t export_vt = {.name = "exportTree",
+    .start = export_start, .cancel = export_cancel, .result = export_result,
+    .destroy = export_destroy, .control = export_control};
 
 static int flushing_now(tree_export_t *x) { return x->flushing; }
 
