@@ -31,13 +31,13 @@
 #include "runtime/agent_op.h"
 #include "runtime/proc.h"
 #include "runtime/proc_registry.h"
+#include "runtime/table.h"
 
 #define LAUNCH_WINDOW (256u * 1024u)
 #define FIRST_POLL_MS 1u
 #define MAX_POLL_MS 50u
 #define KILL_WAIT_MS 1000u
 
-static const proc_carrier_t agent_carrier;
 
 /* ---- the launch ---- */
 
@@ -76,8 +76,8 @@ static int launch(sandbox_t *sb, proc_rec_t *r, exec_spec_t *spec, err_t *err) {
   if (!agent_conn_is_ready(c)) {
     /* The agent went away between the start's wait for it and now. */
     if (agent_op_refuse(sb, "its connection was lost.", err)) return -1;
-    r->carrier = &proc_engine_carrier;
-    return proc_engine_carrier.launch(sb, r, spec, err);
+    r->carrier = engine_runtime_ops.procs;
+    return engine_runtime_ops.procs->launch(sb, r, spec, err);
   }
   agent_exec_msg_t x;
   if (agent_exec_msg_init(&x, spec, AW_EXEC_DETACHED | AW_EXEC_STDIN, LAUNCH_WINDOW) != 0) return err_oom(err);
@@ -135,7 +135,7 @@ static void call_free(group_call_t *g) {
   if (g->waiting && c != NULL) agent_conn_cancel_wait(c, &g->waiter);
   agent_req_cancel(g->req);
   sbx_timer_cancel(g->timer);
-  if (g->engine != NULL) proc_engine_carrier.cancel(g->engine);
+  if (g->engine != NULL) engine_runtime_ops.procs->cancel(g->engine);
   proc_rec_unref(g->rec);
   free(g);
 }
@@ -172,7 +172,7 @@ static void hand_over(group_call_t *g, const err_t *why) {
   err_t err;
   err_init(&err);
   if (g->kind == GC_CHECK) {
-    g->engine = proc_engine_carrier.check_group(g->rec, on_engine_checked, g, &err);
+    g->engine = engine_runtime_ops.procs->check_group(g->rec, on_engine_checked, g, &err);
   } else {
     /* What is left of the grace period (all of it before TERM was sent). */
     int64_t grace = g->grace_ms;
@@ -180,7 +180,7 @@ static void hand_over(group_call_t *g, const err_t *why) {
       uint64_t spent = now_ms() - g->started_ms;
       grace = (uint64_t)grace > spent ? grace - (int64_t)spent : 0;
     }
-    g->engine = proc_engine_carrier.stop_group(g->rec, grace, on_engine_stopped, g, &err);
+    g->engine = engine_runtime_ops.procs->stop_group(g->rec, grace, on_engine_stopped, g, &err);
   }
   if (g->engine == NULL) {
     call_done(g, 0, &err);
@@ -324,7 +324,7 @@ static void cancel(void *handle) {
   if (handle != NULL) call_free(handle);
 }
 
-static const proc_carrier_t agent_carrier = {
+const proc_carrier_t agent_procs_carrier = {
     .name = "agent",
     .launch = launch,
     .go = go,
@@ -345,7 +345,7 @@ typedef struct agent_start_op {
 static void run(agent_op_t *base, agent_conn_t *c) {
   (void)c;
   agent_start_op_t *op = (agent_start_op_t *)base;
-  op_t *child = proc_start_op(base->op.js, base->op.sb, &op->req, &agent_carrier);
+  op_t *child = proc_start_op(base->op.js, base->op.sb, &op->req, &agent_procs_carrier);
   if (child == NULL) {
     err_t err;
     err_init(&err);
@@ -358,7 +358,7 @@ static void run(agent_op_t *base, agent_conn_t *c) {
 
 static op_t *fallback(agent_op_t *base, err_t *err) {
   agent_start_op_t *op = (agent_start_op_t *)base;
-  op_t *o = proc_start_op(base->op.js, base->op.sb, &op->req, &proc_engine_carrier);
+  op_t *o = proc_start_op(base->op.js, base->op.sb, &op->req, engine_runtime_ops.procs);
   if (o == NULL) err_oom(err);
   return o;
 }

@@ -9,8 +9,11 @@
 #include <node_api.h>
 #include <stddef.h>
 
+#include "runtime/proc_registry.h"
 #include "sandbox/sandbox.h"
 
 napi_value agent_procs_prepare_start(napi_env env, sandbox_t *sb, napi_value *argv);
+/* Managed processes through the agent, the engine's carrier where the agent is gone. */
+extern const proc_carrier_t agent_procs_carrier;
 
 #endif

@@ -27,6 +27,7 @@ const runtime_ops_t agent_runtime_ops = {
     .list_processes = proc_list,
     .process_logs = proc_logs,
     .wait_for_port = agent_ports_prepare,
-    .import_tree = tree_agent_prepare_import,
-    .export_tree = tree_agent_prepare_export,
+    .tree_import = &tree_agent_import_backend,
+    .tree_export = &tree_agent_export_backend,
+    .procs = &agent_procs_carrier,
 };

@@ -40,8 +40,18 @@ ENTRY(list_processes)
 ENTRY(process_logs)
 ENTRY(wait_for_port)
 
-ENTRY(import_tree)
-ENTRY(export_tree)
+/* Tree transfers: tree_front.c's, with the backends of the sandbox's transport. */
+static napi_value js_import_tree(napi_env env, napi_callback_info info) {
+  call_t c;
+  if (read_call(env, info, &c) != 0) return NULL;
+  return tree_import_prepare(env, c.sb, c.argv, transport_table(c.sb)->tree_import);
+}
+
+static napi_value js_export_tree(napi_env env, napi_callback_info info) {
+  call_t c;
+  if (read_call(env, info, &c) != 0) return NULL;
+  return tree_export_prepare(env, c.sb, c.argv, transport_table(c.sb)->tree_export);
+}
 
 void runtime_register(napi_env env, napi_value exports) {
   napi_property_descriptor fns[] = {

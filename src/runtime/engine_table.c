@@ -9,6 +9,7 @@
 #include "runtime/listing.h"
 #include "runtime/engine_ports.h"
 #include "runtime/proc.h"
+#include "runtime/proc_registry.h"
 #include "runtime/tree_engine.h"
 
 const runtime_ops_t engine_runtime_ops = {
@@ -23,6 +24,7 @@ const runtime_ops_t engine_runtime_ops = {
     .list_processes = proc_list,
     .process_logs = proc_logs,
     .wait_for_port = ports_prepare_wait,
-    .import_tree = tree_engine_prepare_import,
-    .export_tree = tree_engine_prepare_export,
+    .tree_import = &tree_engine_import_backend,
+    .tree_export = &tree_engine_export_backend,
+    .procs = &proc_engine_carrier,
 };

@@ -10,12 +10,14 @@
  * undefined). An entry returns what the JavaScript call returns: an operation token
  * (napi/op.h) for the asynchronous operations, a value for the registry reads.
  *
- * Two tables: engine_runtime_ops (engine_table.c), the Engine API's exec and archive
- * endpoints and the scripts the original also ran in the container; and
+ * A table is a transport: its entries, the backends of its tree transfers and the carrier
+ * of its managed processes. Two: engine_runtime_ops (engine_table.c), the Engine API's
+ * exec and archive endpoints and the scripts the original also ran in the container; and
  * agent_runtime_ops (agent_table.c), the in-sandbox agent. Where the agent cannot run, a
  * call goes to the first: before it is made when that is already known
- * (transport_table), or from the agent operation when it finds out (agent_op.h). A new
- * operation is one more row in each; every row of both is filled.
+ * (transport_table), or from the agent operation when it finds out (agent_op.h), which
+ * then carries on with the engine table's row, backend or carrier. A new operation is one
+ * more row in each; every row of both is filled.
  *
  * Owns: nothing.
  */
@@ -28,6 +30,10 @@
 #include "sandbox/sandbox.h"
 
 #define RUNTIME_MAX_ARGS 4
+
+typedef struct tree_import_backend tree_import_backend_t;
+typedef struct tree_export_backend tree_export_backend_t;
+typedef struct proc_carrier proc_carrier_t;
 
 /* argv holds RUNTIME_MAX_ARGS values, undefined where the call passed fewer. */
 typedef napi_value (*runtime_entry_fn)(napi_env env, sandbox_t *sb, napi_value *argv);
@@ -44,10 +50,13 @@ typedef struct runtime_ops {
   runtime_entry_fn list_processes;    /* (sandbox) -> array, synchronous */
   runtime_entry_fn process_logs;      /* (sandbox, processId, tailBytes) -> logs, synchronous */
   runtime_entry_fn wait_for_port;     /* (sandbox, options) */
-  /* (sandbox, options) -> { token, channel } and (sandbox, selection, options) -> token:
-   * tree transfers (runtime/tree_front.h). */
-  runtime_entry_fn import_tree;
-  runtime_entry_fn export_tree;
+  /* How importTree and exportTree move entries: tree_front.c runs the transfer (the JS
+   * entries, the checks, the queue), the backend carries its entries (tree_front.h). */
+  const tree_import_backend_t *tree_import;
+  const tree_export_backend_t *tree_export;
+  /* How a managed process is launched, checked and stopped (proc_registry.h): the record
+   * keeps the carrier that started it, so stopping and listing go the same way. */
+  const proc_carrier_t *procs;
 } runtime_ops_t;
 
 /* The Engine API implementation (engine_table.c). */

@@ -58,6 +58,7 @@
 #include "engine/timer.h"
 #include "runtime/agent_exec.h"
 #include "runtime/agent_op.h"
+#include "runtime/table.h"
 #include "runtime/tree_engine.h"
 #include "runtime/tree_script.h"
 
@@ -293,7 +294,7 @@ static int import_begin(ag_import_t *b, err_t *err) {
 static int import_fall_back(tree_import_t *t, const err_t *why, err_t *err) {
   if (agent_op_refuse(t->op.sb, why ? why->message : NULL, err)) return -1;
   import_free(t);
-  t->backend = &tree_engine_import_backend;
+  t->backend = engine_runtime_ops.tree_import;
   return t->backend->start(t, err);
 }
 
@@ -455,7 +456,7 @@ static void import_free(tree_import_t *t) {
   t->be = NULL;
 }
 
-static const tree_import_backend_t tree_agent_import_backend = {
+const tree_import_backend_t tree_agent_import_backend = {
     .name = "agent",
     .start = import_start,
     .entry = import_entry,
@@ -576,7 +577,7 @@ static int export_begin(ag_export_t *b, err_t *err) {
 static int export_fall_back(tree_export_t *x, const err_t *why, err_t *err) {
   if (agent_op_refuse(x->op.sb, why ? why->message : NULL, err)) return -1;
   export_free(x);
-  x->backend = &tree_engine_export_backend;
+  x->backend = engine_runtime_ops.tree_export;
   return x->backend->start(x, err);
 }
 
@@ -672,7 +673,7 @@ static void export_free(tree_export_t *x) {
   x->be = NULL;
 }
 
-static const tree_export_backend_t tree_agent_export_backend = {
+const tree_export_backend_t tree_agent_export_backend = {
     .name = "agent",
     .start = export_start,
     .pause = export_pause,
@@ -680,13 +681,3 @@ static const tree_export_backend_t tree_agent_export_backend = {
     .stop = export_stop,
     .free = export_free,
 };
-
-/* ================= the table's rows ================= */
-
-napi_value tree_agent_prepare_import(napi_env env, sandbox_t *sb, napi_value *argv) {
-  return tree_import_prepare(env, sb, argv, &tree_agent_import_backend);
-}
-
-napi_value tree_agent_prepare_export(napi_env env, sandbox_t *sb, napi_value *argv) {
-  return tree_export_prepare(env, sb, argv, &tree_agent_export_backend);
-}

@@ -12,7 +12,7 @@
 #include "runtime/tree_front.h"
 
 /* native.prepareImportTree(sandbox, options) and prepareExportTree(sandbox, selection, options). */
-napi_value tree_agent_prepare_import(napi_env env, sandbox_t *sb, napi_value *argv);
-napi_value tree_agent_prepare_export(napi_env env, sandbox_t *sb, napi_value *argv);
+extern const tree_import_backend_t tree_agent_import_backend;
+extern const tree_export_backend_t tree_agent_export_backend;
 
 #endif

@@ -993,13 +993,3 @@ const tree_export_backend_t tree_engine_export_backend = {
     .stop = export_stop,
     .free = export_free,
 };
-
-/* ================= the table's rows ================= */
-
-napi_value tree_engine_prepare_import(napi_env env, sandbox_t *sb, napi_value *argv) {
-  return tree_import_prepare(env, sb, argv, &tree_engine_import_backend);
-}
-
-napi_value tree_engine_prepare_export(napi_env env, sandbox_t *sb, napi_value *argv) {
-  return tree_export_prepare(env, sb, argv, &tree_engine_export_backend);
-}

@@ -14,7 +14,5 @@ extern const tree_import_backend_t tree_engine_import_backend;
 extern const tree_export_backend_t tree_engine_export_backend;
 
 /* native.prepareImportTree(sandbox, options) and prepareExportTree(sandbox, selection, options). */
-napi_value tree_engine_prepare_import(napi_env env, sandbox_t *sb, napi_value *argv);
-napi_value tree_engine_prepare_export(napi_env env, sandbox_t *sb, napi_value *argv);
 
 #endif

@@ -9,9 +9,9 @@
  *    bytes that came), counts what crossed, carries flow control both ways and settles the
  *    promise with the summary or with what went wrong and how far it got.
  *  - A backend (tree_import_backend_t, tree_export_backend_t) moves admitted entries and
- *    their bytes: the engine's archive endpoints today (tree_engine.c); the in-sandbox
- *    agent can be another, with its own table row calling tree_import_prepare /
- *    tree_export_prepare with its backend.
+ *    their bytes: the engine's archive endpoints (tree_engine.c) and the in-sandbox agent
+ *    (tree_agent.c). Each transport's table names its two (runtime/table.h); dispatch.c
+ *    calls tree_import_prepare / tree_export_prepare with them.
  *
  * JavaScript's side of an import (lib/tree.js): native.prepareImportTree(sandbox, options)
  * returns { token, channel }; native.start(token, onEvent) starts it; entries and bytes
