@@ -130,8 +130,16 @@ static int engine_easy_setup(engine_t *e, CURL *c, const char *path, int version
   return 0;
 }
 
-int engine_easy_common(engine_t *e, CURL *c, const char *path, int versioned, engine_link_t *link, char *errbuf,
-                       curl_write_callback on_header, curl_write_callback on_body, void *ud) {
+/*
+ * What every transfer to the engine sets (req_core_launch), buffered or streamed: a 10 s
+ * connect timeout (ssh:// gets a longer one), the URL (the API version prefix when
+ * `versioned`, then `path`) and how to connect (unix socket, TCP with TLS settings, or ssh
+ * connections; `link`, when not NULL, is what explains their failures), no signals, TCP
+ * keep-alive, a 256 KiB receive buffer, `errbuf` (CURL_ERROR_SIZE) and the header and body
+ * callbacks, both given `ud`. Valid once the engine is ready. 0, or -1 when out of memory.
+ */
+static int engine_easy_common(engine_t *e, CURL *c, const char *path, int versioned, engine_link_t *link,
+                              char *errbuf, curl_write_callback on_header, curl_write_callback on_body, void *ud) {
   /* The connect timeout first: engine_easy_setup gives ssh:// connections a longer one. */
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
   if (engine_easy_setup(e, c, path, versioned, link) != 0) return -1;
@@ -315,7 +323,7 @@ static int engine_start_ping(engine_t *e, err_t *err) {
   req->versioned = 0;
   http_req_set_limit(req, 4096);
   /* An engine that does not answer its ping within this is not available. */
-  curl_easy_setopt(req->job.easy, CURLOPT_TIMEOUT_MS, 30000L);
+  curl_easy_setopt(req->core.job.easy, CURLOPT_TIMEOUT_MS, 30000L);
   if (http_req_start(req, on_ping_done, e, err) != 0) {
     http_req_free(req);
     return -1;
@@ -350,22 +358,96 @@ char *url_escape(const char *s) {
   return out;
 }
 
+/* ---- what every request does (req_core_t, engine.h) ---- */
+
+int req_core_init(req_core_t *q, engine_t *e, const char *method, const char *path_fmt, va_list ap) {
+  q->eng = e;
+  engine_ref(e);
+  err_init(&q->pre_err);
+  q->method = strdup(method);
+  q->path = str_vformat(path_fmt, ap);
+  q->job.easy = curl_easy_init();
+  return q->method != NULL && q->path != NULL && q->job.easy != NULL ? 0 : -1;
+}
+
+int req_core_add_header(req_core_t *q, const char *line) {
+  struct curl_slist *l = curl_slist_append(q->headers, line);
+  if (l == NULL) return -1;
+  q->headers = l;
+  return 0;
+}
+
+int req_core_wait(req_core_t *q, void (*on_ready)(engine_waiter_t *w, const err_t *err), err_t *err) {
+  q->waiter.fn = on_ready;
+  q->state = REQ_WAITING;
+  int rc = engine_when_ready(q->eng, &q->waiter, err);
+  if (rc < 0) q->state = REQ_NEW;
+  return rc;
+}
+
+int req_core_launch(req_core_t *q, int versioned, engine_link_t *link, curl_write_callback on_header,
+                    curl_write_callback on_body, void *ud, void (*done)(xfer_t *job, CURLcode result)) {
+  CURL *c = q->job.easy;
+  if (engine_easy_common(q->eng, c, q->path, versioned, link, q->errbuf, on_header, on_body, ud) != 0) return -1;
+  /* No "Expect: 100-continue" round trip for large bodies. */
+  if (req_core_add_header(q, "Expect:") != 0) return -1;
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, q->headers);
+  q->job.done = done;
+  q->state = REQ_RUNNING;
+  if (xfer_start(q->eng->io->xfers, &q->job) != 0) {
+    q->state = REQ_NEW;
+    return -1;
+  }
+  return 0;
+}
+
+void req_core_finished(req_core_t *q, CURLcode result) {
+  q->curl_result = result;
+  curl_easy_getinfo(q->job.easy, CURLINFO_RESPONSE_CODE, &q->status);
+  q->state = REQ_DONE;
+}
+
+void req_core_fail_early(req_core_t *q, const err_t *err) {
+  if (err) {
+    err_copy(&q->pre_err, err);
+  } else {
+    err_oom(&q->pre_err);
+  }
+  q->state = REQ_DONE;
+}
+
+void req_core_stop(req_core_t *q) {
+  if (q->state == REQ_WAITING) engine_cancel_wait(q->eng, &q->waiter);
+  if (q->state == REQ_RUNNING) xfer_stop(q->eng->io->xfers, &q->job);
+  if (q->state != REQ_DONE) q->state = REQ_CANCELLED;
+}
+
+void req_core_clear(req_core_t *q) {
+  if (q->job.easy) curl_easy_cleanup(q->job.easy);
+  q->job.easy = NULL;
+  curl_slist_free_all(q->headers);
+  q->headers = NULL;
+  free(q->method);
+  free(q->path);
+  q->method = q->path = NULL;
+  err_clear(&q->pre_err);
+  engine_unref(q->eng);
+  q->eng = NULL;
+}
+
+/* ---- buffered requests ---- */
+
 http_req_t *http_req_new(engine_t *e, const char *method, const char *path_fmt, ...) {
   http_req_t *r = calloc(1, sizeof(*r));
   if (r == NULL) return NULL;
-  r->eng = e;
-  engine_ref(e);
   r->versioned = 1;
   buf_init(&r->body, 0);
   buf_init(&r->resp, DEFAULT_RESPONSE_LIMIT);
-  err_init(&r->pre_err);
-  r->method = strdup(method);
   va_list ap;
   va_start(ap, path_fmt);
-  r->path = str_vformat(path_fmt, ap);
+  int rc = req_core_init(&r->core, e, method, path_fmt, ap);
   va_end(ap);
-  r->job.easy = curl_easy_init();
-  if (r->method == NULL || r->path == NULL || r->job.easy == NULL) {
+  if (rc != 0) {
     http_req_free(r);
     return NULL;
   }
@@ -374,12 +456,6 @@ http_req_t *http_req_new(engine_t *e, const char *method, const char *path_fmt, 
 
 void http_req_set_limit(http_req_t *r, size_t max_bytes) { r->resp.limit = max_bytes; }
 
-static int http_req_add_header(http_req_t *r, const char *header) {
-  struct curl_slist *l = curl_slist_append(r->headers, header);
-  if (l == NULL) return -1;
-  r->headers = l;
-  return 0;
-}
 
 int http_req_set_json(http_req_t *r, json_t *body) {
   char *text = json_dumps(body, JSON_COMPACT);
@@ -389,7 +465,7 @@ int http_req_set_json(http_req_t *r, json_t *body) {
   int rc = buf_append_str(&r->body, text);
   free(text);
   if (rc != 0) return -1;
-  return http_req_add_header(r, "Content-Type: application/json");
+  return req_core_add_header(&r->core, "Content-Type: application/json");
 }
 
 int http_req_take_body(http_req_t *r, buf_t *body, const char *content_type) {
@@ -398,7 +474,7 @@ int http_req_take_body(http_req_t *r, buf_t *body, const char *content_type) {
   buf_init(body, 0);
   char header[128];
   snprintf(header, sizeof(header), "Content-Type: %s", content_type);
-  return http_req_add_header(r, header);
+  return req_core_add_header(&r->core, header);
 }
 
 /* Keeps the two headers requests look at; every other header is ignored. */
@@ -427,7 +503,7 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *ud) {
   size_t len = size * nmemb;
   if (r->on_data != NULL) {
     long status = 0;
-    curl_easy_getinfo(r->job.easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(r->core.job.easy, CURLINFO_RESPONSE_CODE, &status);
     if (status >= 200 && status < 300) {
       int rc = r->on_data(r, (const uint8_t *)data, len, r->ud);
       if (rc > 0) return CURL_WRITEFUNC_PAUSE;
@@ -452,13 +528,11 @@ static void on_ssh_ended(ssh_exit_waiter_t *w) {
 
 static void on_job_done(xfer_t *job, CURLcode result) {
   http_req_t *r = (http_req_t *)job;
-  r->curl_result = result;
-  curl_easy_getinfo(r->job.easy, CURLINFO_RESPONSE_CODE, &r->status);
-  r->state = HTTP_DONE;
+  req_core_finished(&r->core, result);
   /* ssh://: a connection that failed is explained by its ssh process (its stderr), once
    * that has ended (it does once libcurl has closed the socket). */
-  if (result != CURLE_OK && r->eng->ssh != NULL && r->link.conn == NULL)
-    r->link.conn = ssh_transport_recent(r->eng->ssh, r->link.since_ns);
+  if (result != CURLE_OK && r->core.eng->ssh != NULL && r->link.conn == NULL)
+    r->link.conn = ssh_transport_recent(r->core.eng->ssh, r->link.since_ns);
   if (result != CURLE_OK && r->link.conn != NULL && !ssh_conn_ended(r->link.conn)) {
     r->link.wait.fn = on_ssh_ended;
     r->link.waiting = 1;
@@ -469,62 +543,47 @@ static void on_job_done(xfer_t *job, CURLcode result) {
 }
 
 static void report_done(http_req_t *r) {
-  CURLcode result = r->curl_result;
+  CURLcode result = r->core.curl_result;
   /* The engine went away (restart, socket gone): ping again before the next request, in
    * case what answers next speaks another API version. */
-  if (result != CURLE_OK && r->versioned && engine_curl_lost(result)) engine_reset(r->eng);
+  if (result != CURLE_OK && r->versioned && engine_curl_lost(result)) engine_reset(r->core.eng);
   if (trace_enabled()) {
     double total = 0;
-    curl_easy_getinfo(r->job.easy, CURLINFO_TOTAL_TIME, &total);
+    curl_easy_getinfo(r->core.job.easy, CURLINFO_TOTAL_TIME, &total);
     long reused = 0;
-    curl_easy_getinfo(r->job.easy, CURLINFO_NUM_CONNECTS, &reused);
-    trace_event("%s %s -> %ld (%.2f ms, %s connection)", r->method, r->path, r->status, total * 1000,
+    curl_easy_getinfo(r->core.job.easy, CURLINFO_NUM_CONNECTS, &reused);
+    trace_event("%s %s -> %ld (%.2f ms, %s connection)", r->core.method, r->core.path, r->core.status, total * 1000,
                 reused ? "new" : "reused");
   }
   if (r->on_done) r->on_done(r, r->ud);
 }
 
 static void fail_before_start(http_req_t *r, const err_t *err) {
-  if (err) {
-    err_copy(&r->pre_err, err);
-  } else {
-    err_oom(&r->pre_err);
-  }
-  r->state = HTTP_DONE;
+  req_core_fail_early(&r->core, err);
   if (r->on_done) r->on_done(r, r->ud);
 }
 
 /* Returns 0 when the transfer is running, -1 (nothing called) when it could not start. */
 static int launch(http_req_t *r) {
-  engine_t *e = r->eng;
-  CURL *c = r->job.easy;
-  if (engine_easy_common(e, c, r->path, r->versioned, &r->link, r->errbuf, on_header, on_write, r) != 0) return -1;
-  if (strcmp(r->method, "GET") == 0) {
+  CURL *c = r->core.job.easy;
+  const char *m = r->core.method;
+  if (strcmp(m, "GET") == 0) {
     curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-  } else if (strcmp(r->method, "HEAD") == 0) {
+  } else if (strcmp(m, "HEAD") == 0) {
     curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   } else {
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
-    if (strcmp(r->method, "POST") == 0 || strcmp(r->method, "PUT") == 0) {
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, m);
+    if (strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0) {
       curl_easy_setopt(c, CURLOPT_POST, 1L);
       curl_easy_setopt(c, CURLOPT_POSTFIELDS, r->body.data ? (char *)r->body.data : "");
       curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body.len);
     }
   }
-  /* No "Expect: 100-continue" round trip for large bodies. */
-  http_req_add_header(r, "Expect:");
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, r->headers);
-  r->job.done = on_job_done;
-  r->state = HTTP_RUNNING;
-  if (xfer_start(e->io->xfers, &r->job) != 0) {
-    r->state = HTTP_NEW;
-    return -1;
-  }
-  return 0;
+  return req_core_launch(&r->core, r->versioned, &r->link, on_header, on_write, r, on_job_done);
 }
 
 static void on_engine_ready(engine_waiter_t *w, const err_t *err) {
-  http_req_t *r = (http_req_t *)((char *)w - offsetof(http_req_t, waiter));
+  http_req_t *r = (http_req_t *)((char *)w - offsetof(http_req_t, core.waiter));
   if (err != NULL) {
     fail_before_start(r, err);
     return;
@@ -540,13 +599,8 @@ int http_req_start(http_req_t *r, http_done_fn done, void *ud, err_t *err) {
     if (launch(r) != 0) return err_oom(err);
     return 0;
   }
-  r->waiter.fn = on_engine_ready;
-  r->state = HTTP_WAITING;
-  int rc = engine_when_ready(r->eng, &r->waiter, err);
-  if (rc < 0) {
-    r->state = HTTP_NEW;
-    return -1;
-  }
+  int rc = req_core_wait(&r->core, on_engine_ready, err);
+  if (rc < 0) return -1;
   if (rc == 1 && launch(r) != 0) return err_oom(err);
   return 0;
 }
@@ -556,40 +610,35 @@ static void http_req_cancel(http_req_t *r) {
   if (r->link.waiting) {
     ssh_conn_cancel_wait(&r->link.wait);
     r->link.waiting = 0;
-    r->state = HTTP_CANCELLED;
+    r->core.state = REQ_CANCELLED;
   }
-  if (r->state == HTTP_WAITING) engine_cancel_wait(r->eng, &r->waiter);
-  if (r->state == HTTP_RUNNING) xfer_stop(r->eng->io->xfers, &r->job);
-  if (r->state != HTTP_DONE) r->state = HTTP_CANCELLED;
+  req_core_stop(&r->core);
 }
 
 void http_req_free(http_req_t *r) {
   if (r == NULL) return;
   http_req_cancel(r);
-  if (r->job.easy) curl_easy_cleanup(r->job.easy);
-  curl_slist_free_all(r->headers);
+  engine_link_clear(&r->link);
+  req_core_clear(&r->core);
   buf_free(&r->body);
   buf_free(&r->resp);
-  free(r->method);
-  free(r->path);
   free(r->path_stat);
   free(r->api_version);
   free(r->libpod_version);
   free(r->server);
-  engine_link_clear(&r->link);
-  err_clear(&r->pre_err);
-  engine_unref(r->eng);
   free(r);
 }
 
 int http_req_ok(const http_req_t *r) {
-  return r->state == HTTP_DONE && !err_is_set(&r->pre_err) && r->curl_result == CURLE_OK &&
-         r->status >= 200 && r->status < 300;
+  return r->core.state == REQ_DONE && !err_is_set(&r->core.pre_err) && r->core.curl_result == CURLE_OK &&
+         r->core.status >= 200 && r->core.status < 300;
 }
 
-int http_req_not_found(const http_req_t *r) {
-  return r->state == HTTP_DONE && r->curl_result == CURLE_OK && r->status == 404;
-}
+int http_req_not_found(const http_req_t *r) { return r->core.state == REQ_DONE && http_req_answer(r) == 404; }
+
+long http_req_answer(const http_req_t *r) { return r->core.curl_result == CURLE_OK ? r->core.status : 0; }
+
+long http_req_status(const http_req_t *r) { return r->core.status; }
 
 char *http_req_engine_message(const http_req_t *r) { return http_error_message(r->resp.data, r->resp.len); }
 
@@ -601,15 +650,15 @@ static int is_connect_failure(CURLcode c) {
 }
 
 int http_req_error(const http_req_t *r, err_t *err) {
-  if (err_is_set(&r->pre_err)) return err_copy(err, &r->pre_err);
-  engine_t *e = r->eng;
-  if (r->curl_result != CURLE_OK && !r->resp_too_large && engine_link_failure(e, &r->link, err)) return -1;
-  if (r->curl_result != CURLE_OK)
-    return engine_curl_error(e, r->method, r->path, r->curl_result, r->status, r->errbuf, r->resp_too_large,
+  if (err_is_set(&r->core.pre_err)) return err_copy(err, &r->core.pre_err);
+  engine_t *e = r->core.eng;
+  if (r->core.curl_result != CURLE_OK && !r->resp_too_large && engine_link_failure(e, &r->link, err)) return -1;
+  if (r->core.curl_result != CURLE_OK)
+    return engine_curl_error(e, r->core.method, r->core.path, r->core.curl_result, r->core.status, r->core.errbuf, r->resp_too_large,
                              r->resp.limit, err);
-  if (r->status >= 200 && r->status < 300) return 0;
+  if (r->core.status >= 200 && r->core.status < 300) return 0;
   char *msg = http_req_engine_message(r);
-  engine_status_error(r->method, r->path, r->status, msg, err);
+  engine_status_error(r->core.method, r->core.path, r->core.status, msg, err);
   free(msg);
   return -1;
 }
@@ -644,7 +693,7 @@ json_t *http_req_json(const http_req_t *r, err_t *err) {
   json_t *j = json_loadb((const char *)(r->resp.data ? r->resp.data : (uint8_t *)""), r->resp.len, 0, &jerr);
   if (j == NULL) {
     err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "Docker engine returned malformed JSON for %s %s: %s",
-                r->method, r->path, jerr.text);
+                r->core.method, r->core.path, jerr.text);
     err_set_cause(err, jerr.text);
   }
   return j;

@@ -15,6 +15,7 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -61,17 +62,6 @@ io_t *engine_io(engine_t *e);
 /* ssh:// endpoints, once the endpoint is resolved: where new connections come from (the
  * exec connections of hijack.c take theirs here too); NULL for other endpoints. */
 ssh_transport_t *engine_ssh(engine_t *e);
-/*
- * What every transfer to the engine sets, the requests' (engine.c) and the streamed ones'
- * (stream.c) alike: a 10 s connect timeout (ssh:// gets a longer one), the URL (the API
- * version prefix when `versioned`, then `path`) and how to connect (unix socket, TCP with
- * TLS settings, or ssh connections; `link`, when not NULL, is what explains their
- * failures), no signals, TCP keep-alive, a 256 KiB receive buffer, `errbuf` (CURL_ERROR_SIZE) and
- * the header and body callbacks, both given `ud`. Valid once the engine is ready. 0, or
- * -1 when out of memory.
- */
-int engine_easy_common(engine_t *e, CURL *c, const char *path, int versioned, engine_link_t *link, char *errbuf,
-                       curl_write_callback on_header, curl_write_callback on_body, void *ud);
 /* A transfer's failure that means the engine's connection is gone (cannot connect or
  * resolve, TLS refused, nothing or a broken reply): the caller resets the engine so the
  * next request connects again. */
@@ -129,17 +119,55 @@ void engine_reset(engine_t *e);
 typedef int (*http_data_fn)(http_req_t *req, const uint8_t *data, size_t len, void *ud);
 typedef void (*http_done_fn)(http_req_t *req, void *ud);
 
-struct http_req {
-  xfer_t job;
+/*
+ * What every engine request is, buffered (http_req_t) or streamed (stream_req_t,
+ * stream.c): the transfer on the engine's multi handle, the wait for the engine to be
+ * ready, the request line and headers, and the outcome. The req_core_* functions do the
+ * parts the two do the same way; each request type adds its bodies and callbacks.
+ */
+typedef struct req_core {
+  xfer_t job; /* first: the multi handle's private pointer is &job */
   engine_waiter_t waiter;
   engine_t *eng;
   char *method;
   char *path; /* with query, already escaped; without the version prefix */
-  int versioned;
   struct curl_slist *headers;
+  long status;
+  CURLcode curl_result;
+  err_t pre_err; /* failure before the transfer could start */
+  int state;     /* REQ_NEW, REQ_WAITING, REQ_RUNNING, REQ_DONE, REQ_CANCELLED */
+  char errbuf[CURL_ERROR_SIZE];
+} req_core_t;
+
+enum { REQ_NEW = 0, REQ_WAITING, REQ_RUNNING, REQ_DONE, REQ_CANCELLED };
+
+/* Fills q for `method` on the formatted path, with a reference on e. 0, or -1 out of
+ * memory (req_core_clear frees what was made). */
+int req_core_init(req_core_t *q, engine_t *e, const char *method, const char *path_fmt, va_list ap);
+/* Appends a header line. 0, or -1 out of memory. */
+int req_core_add_header(req_core_t *q, const char *line);
+/* Waits for the engine (its ping) with on_ready, REQ_WAITING meanwhile: 1 ready now
+ * (nothing queued), 0 queued, -1 with err set (back to REQ_NEW). */
+int req_core_wait(req_core_t *q, void (*on_ready)(engine_waiter_t *w, const err_t *err), err_t *err);
+/* Sets up the easy handle (engine_easy_common, no "Expect: 100-continue", the headers)
+ * after the caller set the method's options, and starts the transfer; `done` ends it.
+ * 0, or -1 (back to REQ_NEW, nothing called). */
+int req_core_launch(req_core_t *q, int versioned, engine_link_t *link, curl_write_callback on_header,
+                    curl_write_callback on_body, void *ud, void (*done)(xfer_t *job, CURLcode result));
+/* The transfer ended: its result and status kept, REQ_DONE. */
+void req_core_finished(req_core_t *q, CURLcode result);
+/* It could not start: err (out of memory when NULL) kept as the failure, REQ_DONE. */
+void req_core_fail_early(req_core_t *q, const err_t *err);
+/* No callback after this: the wait or the transfer stopped. */
+void req_core_stop(req_core_t *q);
+/* Frees what req_core_init made (after req_core_stop) and drops the engine reference. */
+void req_core_clear(req_core_t *q);
+
+struct http_req {
+  req_core_t core; /* first: &core.job is the transfer */
+  int versioned;
   buf_t body;
   buf_t resp;
-  long status;
   char *path_stat;   /* X-Docker-Container-Path-Stat */
   char *api_version; /* API-Version */
   char *libpod_version; /* the ping's Libpod-Api-Version (Podman) */
@@ -148,14 +176,8 @@ struct http_req {
   http_data_fn on_data;
   http_done_fn on_done;
   void *ud;
-  CURLcode curl_result;
-  err_t pre_err; /* failure before the transfer could start */
-  int state;     /* HTTP_NEW, HTTP_WAITING, HTTP_RUNNING, HTTP_DONE, HTTP_CANCELLED */
   engine_link_t link; /* ssh:// endpoints: the connection this transfer opened */
-  char errbuf[CURL_ERROR_SIZE];
 };
-
-enum { HTTP_NEW = 0, HTTP_WAITING, HTTP_RUNNING, HTTP_DONE, HTTP_CANCELLED };
 
 /* `path` is printf-style; every dynamic part must already be URL-escaped (see url_escape). */
 http_req_t *http_req_new(engine_t *e, const char *method, const char *path_fmt, ...)
@@ -178,6 +200,11 @@ void http_req_free(http_req_t *r);
 int http_req_ok(const http_req_t *r);
 /* 1 when the engine answered 404 (no such container, volume, path or image). */
 int http_req_not_found(const http_req_t *r);
+/* The status of the engine's whole answer (304: nothing to do, 409: conflict), 0 when the
+ * transfer failed or did not run. */
+long http_req_answer(const http_req_t *r);
+/* The status line the engine sent, whether or not the rest of its answer came; 0 when none. */
+long http_req_status(const http_req_t *r);
 /*
  * Fills `err` for a failed request: the endpoint unreachable is docker_unavailable naming
  * it; an engine error is docker_command_failed with details { statusCode, message,

@@ -227,7 +227,7 @@ static void on_inspected(http_req_t *req, void *ud) {
   t->req = NULL;
   err_t err;
   err_init(&err);
-  if (!http_req_ok(req) && req->status >= 400 && engine_info(t->eng).kind == ENGINE_PODMAN) {
+  if (!http_req_ok(req) && http_req_status(req) >= 400 && engine_info(t->eng).kind == ENGINE_PODMAN) {
     /* The session may be gone already (see EVENTS_SLACK_S): Podman answers 404, or 500
      * "retrieving exec session ...", depending on where it notices. */
     http_req_error(req, &t->inspect_err);

@@ -154,14 +154,12 @@ static http_req_t *with_json(http_req_t *req, json_t *body) {
   return req;
 }
 
-static int is_status(const http_req_t *req, long status) { return req->curl_result == CURLE_OK && req->status == status; }
-
 /* The unpause found the container running: the signal sent just before thawed it (Docker
  * unpauses a container it signals). Docker 20.10 says so with a 500: "... is not paused",
  * or, while its own resume is still under way, "cannot resume a running process". */
 static int unpaused_anyway(const http_req_t *req) {
-  if (http_req_ok(req) || is_status(req, 409)) return 1;
-  if (!is_status(req, 500)) return 0;
+  if (http_req_ok(req) || http_req_answer(req) == 409) return 1;
+  if (http_req_answer(req) != 500) return 0;
   char *message = http_req_engine_message(req);
   int yes = message != NULL &&
             (strstr(message, "is not paused") != NULL || strstr(message, "cannot resume a running process") != NULL);
@@ -246,7 +244,7 @@ static void on_rb_retry(void *ud) {
 /* 1 when the removal just refused is asked again later (see the top of the file). */
 static int retry_removal(fork_op_t *op, const http_req_t *req) {
   if (op->step != R_CONTAINER && op->step != R_HELPER) return 0;
-  if (req->status != 409 && req->status != 500) return 0;
+  if (http_req_status(req) != 409 && http_req_status(req) != 500) return 0;
   if (++op->rb_tries >= RB_REMOVE_TRIES) return 0;
   op->rb_timer = sbx_timer_start(engine_io(op->eng), RB_RETRY_MS, on_rb_retry, op);
   return op->rb_timer != NULL;
@@ -474,7 +472,7 @@ static void on_resp(http_req_t *req, void *ud) {
     return;
   }
   /* A create the engine refused made nothing: the name may be someone else's. */
-  if (req->curl_result == CURLE_OK && req->status >= 400) {
+  if (http_req_answer(req) >= 400) {
     if (op->step == F_HELPER_CREATE) op->helper_attempted = 0;
     if (op->step == F_CREATE) op->container_attempted = 0;
   }
@@ -710,7 +708,7 @@ static void on_image_removed(http_req_t *req, void *ud) {
     return;
   }
   /* 404: gone already; 409: another fork builds on it (it goes with the last one). */
-  if (!http_req_ok(req) && !http_req_not_found(req) && !is_status(req, 409)) {
+  if (!http_req_ok(req) && !http_req_not_found(req) && http_req_answer(req) != 409) {
     http_req_error(req, &err);
     steps_wrap_failure(&err, "Unable to remove the Docker image of a sandbox fork.");
   }

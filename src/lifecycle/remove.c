@@ -41,7 +41,7 @@ static void on_done(http_req_t *req, void *ud) {
   err_init(&err);
   if (op->kind == REMOVE_STOP) {
     /* 304: already stopped. */
-    if (!http_req_ok(req) && !(req->curl_result == CURLE_OK && req->status == 304)) http_req_error(req, &err);
+    if (!http_req_ok(req) && http_req_answer(req) != 304) http_req_error(req, &err);
   } else if (!http_req_ok(req) && !http_req_not_found(req)) {
     http_req_error(req, &err);
     wrap_removal_error(op->kind, &err);

@@ -170,7 +170,7 @@ static void on_resume_resp(http_req_t *req, void *ud) {
     }
   } else if (op->step == R_INIT_ARCH) {
     agent_version_answer(op->eng, req, &err);
-  } else if (!ok && !(op->step == R_STOP && req->curl_result == CURLE_OK && req->status == 304)) {
+  } else if (!ok && !(op->step == R_STOP && http_req_answer(req) == 304)) {
     http_req_error(req, &err);
     if (op->step == R_INIT_PLACE) init_failed(&err);
   }

@@ -344,7 +344,7 @@ static void on_resp(http_req_t *req, void *ud) {
       break;
     case I_IMAGE:
       /* 409: another fork still builds on it (it goes with the last one). */
-      if (!ok && !not_found && !(req->curl_result == CURLE_OK && req->status == 409)) http_req_error(req, &err);
+      if (!ok && !not_found && http_req_answer(req) != 409) http_req_error(req, &err);
       break;
     default:
       break;

@@ -106,7 +106,7 @@ static void on_uploaded(http_req_t *req, void *ud) {
   if (!http_req_ok(req)) {
     http_req_error(req, &err);
     /* The engine answered with an error: is the target an existing directory? */
-    char *name = req->status >= 400 ? url_escape(op->op.sb->container_name) : NULL;
+    char *name = http_req_status(req) >= 400 ? url_escape(op->op.sb->container_name) : NULL;
     err_t perr;
     err_init(&perr);
     char *target = name ? paths_container(op->op.sb->workdir, op->path, &perr) : NULL;
