@@ -17,7 +17,8 @@
 //   8. no global symbol defined by both the addon and the agent (one name, one meaning:
 //      the structure drawing and a reader's grep both mistook one for the other);
 //   9. no dead export: every global the addon defines is used by another of its files,
-//      by a C test source (test/**/*.c), or is the module's entry point.
+//      by a C test source (test/**/*.c), or is the module's entry point;
+//  10. every global of the agent begins with its file's name (files.c: files_, ops.c: op_).
 //
 // Usage: node scripts/check-layers.mjs [--verbose] [--src DIR]. Exit status 1 when a rule
 // is broken. --src checks another tree laid out like src/ (the tests use it on a copy
@@ -319,6 +320,15 @@ for (const [sym, file] of agent.defined) {
   if (other) problem(`symbol ${sym} is defined by the agent's ${file} and by the addon's ${other}: give one of them its file's prefix`);
 }
 cycleProblems("agent files", agent);
+// Rule 10: a global of the agent says its file: the file's name (or that name without a
+// final "s": ops.c's op_, ports.c's port_) and "_". main() and the state `g` (state.c) are
+// the exceptions.
+for (const [sym, file] of agent.defined) {
+  if (sym === "main" || (sym === "g" && file === "agent/state.c")) continue;
+  const stem = file.replace(/^.*\//, "").replace(/\.c$/, "");
+  if (![stem, stem.replace(/s$/, "")].some((p) => sym.startsWith(`${p}_`)))
+    problem(`${file} exports ${sym}: the agent's globals begin with their file's name (${stem}_)`);
+}
 if (verbose) {
   console.log(`agent: ${agentCfiles.length} files`);
   for (const f of agentCfiles) console.log(`  ${f} -> ${[...agent.callGraph.get(f)].join(", ") || "(libc and the wire codec only)"}`);
@@ -360,4 +370,4 @@ if (problems.length) {
   for (const p of problems) console.error(`  - ${p}`);
   process.exit(1);
 }
-console.log(`check-layers: ${addonFiles.length} addon files in ${LAYERS.length - 1} layers and addon.c, ${agentFiles.length} agent files: no cycle, no upward or forbidden include, no upward call, no symbol defined twice, no dead export.`);
+console.log(`check-layers: ${addonFiles.length} addon files in ${LAYERS.length - 1} layers and addon.c, ${agentFiles.length} agent files: no cycle, no upward or forbidden include, no upward call, no symbol defined twice, no dead export, every agent global with its file's prefix.`);

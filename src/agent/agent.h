@@ -26,7 +26,7 @@
  *
  * One call runs upwards, through a pointer and not by name: the exit path can start below
  * every operation (a full output queue, out.c), and it ends every request, which takes
- * each type's own code; agent_shutdown (shutdown.c) does that through the function main.c
+ * each type's own code; shutdown_begin (shutdown.c) does that through the function main.c
  * installs at start (op_end_all, ops.c).
  */
 #ifndef ANVIA_AGENT_H
@@ -205,13 +205,13 @@ typedef struct agent {
 extern agent_t g;
 
 /* ---- util.c ---- */
-int64_t now_ms(void);
-int64_t now_us(void);
-int64_t now_realtime_ns_of(const struct timespec *ts);
-void ag_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int set_nonblock(int fd);
-void close_fd(int *fd);
-ssize_t write_all(int fd, const void *p, size_t len); /* blocking fd */
+int64_t util_now_ms(void);
+int64_t util_now_us(void);
+int64_t util_realtime_ns_of(const struct timespec *ts);
+void util_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int util_set_nonblock(int fd);
+void util_close_fd(int *fd);
+ssize_t util_write_all(int fd, const void *p, size_t len); /* blocking fd */
 
 /* ---- procfs.c: parsers of /proc text ---- */
 typedef struct proc_stat {
@@ -219,7 +219,7 @@ typedef struct proc_stat {
   char state;
 } proc_stat_t;
 /* Parses the text of /proc/<pid>/stat. 0 or -1. */
-int proc_stat_parse(const char *text, size_t len, proc_stat_t *out);
+int procfs_stat_parse(const char *text, size_t len, proc_stat_t *out);
 /* Scans /proc/net/tcp-format text for a listening socket (state 0A) on `port`.
  * Incremental: feed chunks; partial lines are carried in `carry`. */
 typedef struct tcp_scan {
@@ -230,21 +230,21 @@ typedef struct tcp_scan {
   int found;
   uint8_t *listening;  /* optional 8192-byte bitmap: every listening port is set */
 } tcp_scan_t;
-void tcp_scan_init(tcp_scan_t *s, uint16_t port);
-void tcp_scan_feed(tcp_scan_t *s, const char *p, size_t len);
-void tcp_scan_end(tcp_scan_t *s);
+void procfs_tcp_scan_init(tcp_scan_t *s, uint16_t port);
+void procfs_tcp_scan_feed(tcp_scan_t *s, const char *p, size_t len);
+void procfs_tcp_scan_end(tcp_scan_t *s);
 
 /* ---- ptree.c: process trees ---- */
 /* Freezes (SIGSTOP) and signals the group `pgid`, every process of the session `pgid`,
  * and their descendants by parent links; continues them afterwards unless sig is
  * SIGKILL or SIGSTOP. Returns the number of processes signalled (the group counts 1 when
  * /proc cannot be read), or -1 with errno from kill(). */
-int tree_signal(pid_t pgid, int sig, int freeze);
+int ptree_signal(pid_t pgid, int sig, int freeze);
 /* Live and zombie members of a process group, by /proc; -1 if /proc cannot be read. */
-int group_members(pid_t pgid, uint32_t *live, uint32_t *zombies);
+int ptree_group_members(pid_t pgid, uint32_t *live, uint32_t *zombies);
 
 /* ---- walk.c: paths beneath the workdir ---- */
-int path_parse(const uint8_t *p, size_t len, agpath_t *out, ag_err_t *e);
+int walk_path_parse(const uint8_t *p, size_t len, agpath_t *out, ag_err_t *e);
 /* The directory of components [0, upto): an O_PATH fd, or -1 with e set. With `create`,
  * missing components are made with mkdirat(mode); *created says whether the last was. */
 int walk_dir(int wdfd, const agpath_t *path, size_t upto, int create, mode_t mode, int use_openat2,
@@ -252,31 +252,31 @@ int walk_dir(int wdfd, const agpath_t *path, size_t upto, int create, mode_t mod
 /* Opens the whole path with `flags` (O_NOFOLLOW added), no symlink followed anywhere. */
 int walk_open(int wdfd, const agpath_t *path, int flags, int use_openat2, ag_err_t *e);
 /* The path's first `upto` components joined by '/', into buf (NUL-terminated). */
-size_t path_join(const agpath_t *path, size_t upto, char *buf, size_t cap);
-int openat2_probe(void);
+size_t walk_path_join(const agpath_t *path, size_t upto, char *buf, size_t cap);
+int walk_openat2_probe(void);
 
 /* ---- shutdown.c: the start of the exit path ---- */
 /* Starts the exit path once (later calls do nothing): new requests are refused, every
  * request but a detached EXEC is ended (AW_E_SHUTDOWN) by the installed function, and
  * the output has AG_SHUTDOWN_MS to drain. `why` is logged unless code is 0. */
-void agent_shutdown(int code, const char *why);
-/* Installs what agent_shutdown calls to end the requests (main.c: op_end_all). */
-void agent_on_shutdown(void (*end_requests)(void));
+void shutdown_begin(int code, const char *why);
+/* Installs what shutdown_begin calls to end the requests (main.c: op_end_all). */
+void shutdown_install(void (*end_requests)(void));
 
 /* ---- out.c: the output queue and the frames the agent sends ---- */
-uint8_t *outq_reserve(size_t n); /* NULL when the queue would pass AG_OUT_CAP */
-void outq_commit(size_t n);
+uint8_t *out_reserve(size_t n); /* NULL when the queue would pass AG_OUT_CAP */
+void out_commit(size_t n);
 int out_flush(void); /* 0, or -1 when the host side is gone */
 void out_hangup(void); /* poll saw stdout hang up */
-void send_hello(void);
-void send_pong(uint32_t id, const uint8_t *p, size_t len);
-void send_error(uint32_t id, const ag_err_t *e);
-void send_error_simple(uint32_t id, uint16_t kind, int errnum, const char *detail);
-void send_window(uint32_t id, uint8_t stream, uint32_t inc);
+void out_hello(void);
+void out_pong(uint32_t id, const uint8_t *p, size_t len);
+void out_error(uint32_t id, const ag_err_t *e);
+void out_error_simple(uint32_t id, uint16_t kind, int errnum, const char *detail);
+void out_window(uint32_t id, uint8_t stream, uint32_t inc);
 /* Reserves up to `max` bytes of the queue for one frame: 1, or 0 when the queue is over
- * (the connection is then being shut down). frame_end commits what `rc == AW_OK` wrote. */
-int frame_begin(aw_writer_t *w, size_t max);
-void frame_end(aw_writer_t *w, int rc);
+ * (the connection is then being shut down). out_frame_end commits what `rc == AW_OK` wrote. */
+int out_frame_begin(aw_writer_t *w, size_t max);
+void out_frame_end(aw_writer_t *w, int rc);
 
 /* ---- req.c: the request table ---- */
 req_t *req_new(uint32_t id, uint8_t type);
@@ -297,7 +297,7 @@ int req_take_data(req_t *r, const aw_header_t *h, ag_err_t *e);
 /* WINDOW from the host for one of the request's output streams: 0, or -1 with e set. */
 int req_take_window(req_t *r, const aw_header_t *h, uint32_t inc, ag_err_t *e);
 int req_source_ready(const req_t *r, int which); /* active, with credit, still addressed */
-void in_consumed(req_t *r, uint32_t n, int drained);
+void req_in_consumed(req_t *r, uint32_t n, int drained);
 
 /* ---- exec.c: EXEC ---- */
 void exec_start(uint32_t id, const uint8_t *p, size_t len);
@@ -316,23 +316,23 @@ int exec_ready(const req_t *r, int which); /* the pipe is known readable */
 int64_t exec_due(const req_t *r);          /* its timeout or its grace, 0: none */
 int exec_detached(const req_t *r);
 int exec_env_init(char **envp);
-void reap_children(void);
+void exec_reap_children(void);
 /* At exit: a child that reads and drops the detached commands' output. */
 void exec_spawn_drainer(void);
 
 /* ---- files.c: READ, WRITE, MKDIR, LIST ---- */
-int workdir_get(ag_err_t *e); /* the workdir fd, opened on first use */
-void read_start(uint32_t id, const uint8_t *p, size_t len);
-void write_start(uint32_t id, const uint8_t *p, size_t len);
-void write_data(req_t *r, const uint8_t *p, size_t len, int end);
-void mkdir_run(uint32_t id, const uint8_t *p, size_t len);
-void list_start(uint32_t id, const uint8_t *p, size_t len);
-int read_produce(req_t *r, int which); /* which: 0, its one stream */
-int list_produce(req_t *r, int which);
-int list_ready(const req_t *r, int which); /* credit for the whole record it holds */
+int files_workdir(ag_err_t *e); /* the workdir fd, opened on first use */
+void files_read_start(uint32_t id, const uint8_t *p, size_t len);
+void files_write_start(uint32_t id, const uint8_t *p, size_t len);
+void files_write_data(req_t *r, const uint8_t *p, size_t len, int end);
+void files_mkdir_run(uint32_t id, const uint8_t *p, size_t len);
+void files_list_start(uint32_t id, const uint8_t *p, size_t len);
+int files_read_produce(req_t *r, int which); /* which: 0, its one stream */
+int files_list_produce(req_t *r, int which);
+int files_list_ready(const req_t *r, int which); /* credit for the whole record it holds */
 /* Ends a READ, WRITE or LIST (a WRITE's temporary file is removed), as req_end. */
-void file_cancel(req_t *r, uint16_t why);
-void file_close(req_t *r);
+void files_cancel(req_t *r, uint16_t why);
+void files_close(req_t *r);
 
 /* ---- ports.c: PORT_WAIT ---- */
 void port_start(uint32_t id, const uint8_t *p, size_t len);
@@ -340,8 +340,8 @@ void port_timer(req_t *r, int64_t now);
 int64_t port_due(const req_t *r);
 
 /* ---- procs.c: SIGNAL and GROUP_ALIVE ---- */
-void signal_run(uint32_t id, const uint8_t *p, size_t len);
-void alive_run(uint32_t id, const uint8_t *p, size_t len);
+void procs_signal_run(uint32_t id, const uint8_t *p, size_t len);
+void procs_alive_run(uint32_t id, const uint8_t *p, size_t len);
 
 /* ---- ops.c: what depends on a request's type ---- */
 /* Ends a request: AW_E_CANCELLED or AW_E_SHUTDOWN is reported (exec: as a RESULT with
@@ -360,7 +360,7 @@ int op_detached(const req_t *r); /* survives the agent's exit (a detached EXEC) 
 int op_polled(const req_t *r);   /* its output descriptors belong in the poll set */
 int64_t op_next_due(void);       /* the earliest time a request's timer wants, 0: none */
 void op_run_timers(int64_t now);
-void schedule_output(void); /* round-robin data frames into the queue */
+void op_schedule_output(void); /* round-robin data frames into the queue */
 void op_sweep(void);        /* releases and frees the finished records */
 void op_end_all(void);      /* the exit path: ends every request but a detached EXEC */
 

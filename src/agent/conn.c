@@ -25,9 +25,9 @@ static void fatal_protocol(const char *what, int status) {
   g.in_len = 0;
   ag_err_t e;
   ag_err_set(&e, AW_E_PROTOCOL, 0, "%s: %s", what, aw_status_str(status));
-  send_error(0, &e);
-  ag_log("protocol error from the host: %s: %s", what, aw_status_str(status));
-  agent_shutdown(3, "protocol error");
+  out_error(0, &e);
+  util_log("protocol error from the host: %s: %s", what, aw_status_str(status));
+  shutdown_begin(3, "protocol error");
 }
 
 static void on_host_hello(const uint8_t *p, size_t len) {
@@ -42,8 +42,8 @@ static void on_host_hello(const uint8_t *p, size_t len) {
     ag_err_set(&e, AW_E_VERSION, 0, "the agent speaks version %u only; the host %u..%u", AW_VERSION,
             (unsigned)m.version_min, (unsigned)m.version_max);
     e.value = AW_VERSION;
-    send_error(0, &e);
-    agent_shutdown(3, "no common version");
+    out_error(0, &e);
+    shutdown_begin(3, "no common version");
     return;
   }
   g.hello_done = 1;
@@ -51,21 +51,21 @@ static void on_host_hello(const uint8_t *p, size_t len) {
 
 static void on_request(const aw_header_t *h, const uint8_t *p) {
   if (g.shutting_down) {
-    send_error_simple(h->id, AW_E_SHUTDOWN, 0, "the agent is exiting");
+    out_error_simple(h->id, AW_E_SHUTDOWN, 0, "the agent is exiting");
     return;
   }
   if (req_find(h->id) != NULL) {
-    send_error_simple(h->id, AW_E_DUPLICATE_ID, 0, "a request with this id is in flight");
+    out_error_simple(h->id, AW_E_DUPLICATE_ID, 0, "a request with this id is in flight");
     return;
   }
   if (g.nreq >= AW_MAX_REQUESTS) {
     ag_err_t e;
     ag_err_set(&e, AW_E_LIMIT, 0, "too many requests in flight");
     e.value = AW_MAX_REQUESTS;
-    send_error(h->id, &e);
+    out_error(h->id, &e);
     return;
   }
-  if (!op_start(h->id, h->type, p, h->len)) send_error_simple(h->id, AW_E_UNSUPPORTED, 0, aw_type_name(h->type));
+  if (!op_start(h->id, h->type, p, h->len)) out_error_simple(h->id, AW_E_UNSUPPORTED, 0, aw_type_name(h->type));
 }
 
 static void dispatch(const aw_header_t *h, const uint8_t *p) {
@@ -82,8 +82,8 @@ static void dispatch(const aw_header_t *h, const uint8_t *p) {
   case AW_T_PING: {
     int rc = aw_dec_ping(p, h->len);
     if (rc != AW_OK && h->id == 0) fatal_protocol("PING", AW_ERR_LIMIT); /* an ERROR with id 0 ends the connection */
-    else if (rc != AW_OK) send_error_simple(h->id, AW_E_LIMIT, 0, "PING payload over 64 bytes");
-    else send_pong(h->id, p, h->len);
+    else if (rc != AW_OK) out_error_simple(h->id, AW_E_LIMIT, 0, "PING payload over 64 bytes");
+    else out_pong(h->id, p, h->len);
     return;
   }
   case AW_T_CANCEL: {
@@ -104,7 +104,7 @@ static void dispatch(const aw_header_t *h, const uint8_t *p) {
     ag_err_t e;
     if (rc != AW_OK) {
       ag_err_set(&e, AW_E_PROTOCOL, 0, "WINDOW: %s", aw_status_str(rc));
-      send_error(h->id, &e);
+      out_error(h->id, &e);
       op_cancel(r, 0);
       return;
     }
@@ -153,7 +153,7 @@ void conn_read(void) {
       break;
     }
     g.in_len += (size_t)n;
-    g.last_rx_ms = now_ms();
+    g.last_rx_ms = util_now_ms();
     conn_dispatch_pending();
     if (g.out.len >= AG_OUT_PAUSE_IN || g.in_dead) break;
   }

@@ -196,8 +196,8 @@ static void child_run(const spawn_t *s, int in_fd, int out_fd, int err_fd, int r
 }
 
 static void close_pair(int p[2]) {
-  close_fd(&p[0]);
-  close_fd(&p[1]);
+  util_close_fd(&p[0]);
+  util_close_fd(&p[1]);
 }
 
 void exec_start(uint32_t id, const uint8_t *p, size_t len) {
@@ -231,8 +231,8 @@ void exec_start(uint32_t id, const uint8_t *p, size_t len) {
   exec_state_t *x = &r->u.exec;
   x->stdin_fd = -1;
   x->detached = (m.flags & AW_EXEC_DETACHED) != 0;
-  x->start_ms = now_ms();
-  x->start_us = now_us();
+  x->start_ms = util_now_ms();
+  x->start_us = util_now_us();
   pid_t pid = fork();
   if (pid < 0) {
     ag_err_set(&e, AW_E_RESOURCES, errno, "fork");
@@ -240,10 +240,10 @@ void exec_start(uint32_t id, const uint8_t *p, size_t len) {
     goto fail;
   }
   if (pid == 0) child_run(&s, pin[0], pout[1], perr[1], prep[1]);
-  close_fd(&pin[0]);
-  close_fd(&pout[1]);
-  close_fd(&perr[1]);
-  close_fd(&prep[1]);
+  util_close_fd(&pin[0]);
+  util_close_fd(&pout[1]);
+  util_close_fd(&perr[1]);
+  util_close_fd(&prep[1]);
   /* End of file: the command runs (the pipe closed on exec). A report: it never did. */
   char repbuf[sizeof(spawn_report_t) + REPORT_PATH_MAX];
   size_t got = 0;
@@ -254,7 +254,7 @@ void exec_start(uint32_t id, const uint8_t *p, size_t len) {
     got += (size_t)n;
     if (got == sizeof(repbuf)) break;
   }
-  close_fd(&prep[0]);
+  util_close_fd(&prep[0]);
   if (got >= sizeof(spawn_report_t)) {
     /* The child never became the command: reap it here, report why. */
     spawn_report_t rep;
@@ -285,7 +285,7 @@ void exec_start(uint32_t id, const uint8_t *p, size_t len) {
   r->out[1].fd = perr[0];
   pout[0] = perr[0] = -1;
   for (int i = 0; i < 2; i++) {
-    set_nonblock(r->out[i].fd);
+    util_set_nonblock(r->out[i].fd);
     r->out[i].active = 1;
     r->out[i].credit = m.window;
   }
@@ -293,14 +293,14 @@ void exec_start(uint32_t id, const uint8_t *p, size_t len) {
     r->has_in = 1;
     x->stdin_fd = pin[1];
     pin[1] = -1;
-    set_nonblock(x->stdin_fd);
+    util_set_nonblock(x->stdin_fd);
   } else {
-    close_fd(&pin[1]); /* the command reads end-of-file at once */
+    util_close_fd(&pin[1]); /* the command reads end-of-file at once */
   }
   free(s.block);
   aw_started_t st = {(uint32_t)pid, (uint32_t)pid};
   aw_writer_t w;
-  if (frame_begin(&w, 64)) frame_end(&w, aw_put_started(&w, id, &st));
+  if (out_frame_begin(&w, 64)) out_frame_end(&w, aw_put_started(&w, id, &st));
   return;
 fail:
   close_pair(pin);
@@ -308,7 +308,7 @@ fail:
   close_pair(perr);
   close_pair(prep);
   free(s.block);
-  send_error(id, &e);
+  out_error(id, &e);
   if (r != NULL) req_finish(r);
 }
 
@@ -316,7 +316,7 @@ fail:
 
 /* Sends ERROR and ends the command (what op_fail does for an EXEC). */
 static void exec_fail(req_t *r, const ag_err_t *e) {
-  if (r->id != 0) send_error(r->id, e);
+  if (r->id != 0) out_error(r->id, e);
   exec_cancel(r, 0);
 }
 
@@ -331,23 +331,23 @@ void exec_stdin_ready(req_t *r) {
        * command's own result is what matters; the host keeps its credit. */
       uint32_t dropped = (uint32_t)x->stdin_len;
       x->stdin_len = 0;
-      close_fd(&x->stdin_fd);
+      util_close_fd(&x->stdin_fd);
       r->in.dead = 1;
-      in_consumed(r, dropped, 1);
+      req_in_consumed(r, dropped, 1);
       return;
     }
     memmove(x->stdin_buf, x->stdin_buf + n, x->stdin_len - (size_t)n);
     x->stdin_len -= (size_t)n;
-    in_consumed(r, (uint32_t)n, x->stdin_len == 0);
+    req_in_consumed(r, (uint32_t)n, x->stdin_len == 0);
   }
-  if (x->stdin_fd >= 0 && x->stdin_len == 0 && r->in.ended) close_fd(&x->stdin_fd);
+  if (x->stdin_fd >= 0 && x->stdin_len == 0 && r->in.ended) util_close_fd(&x->stdin_fd);
 }
 
 void exec_stdin_data(req_t *r, const uint8_t *p, size_t len, int end) {
   exec_state_t *x = &r->u.exec;
   (void)end;
   if (x->stdin_fd < 0 || r->in.dead) {
-    in_consumed(r, (uint32_t)len, 1);
+    req_in_consumed(r, (uint32_t)len, 1);
     return;
   }
   if (len > 0) {
@@ -378,7 +378,7 @@ void exec_stdin_data(req_t *r, const uint8_t *p, size_t len, int end) {
 int exec_produce(req_t *r, int which) {
   ostream_t *o = &r->out[which];
   size_t want = o->credit < AW_MAX_DATA ? o->credit : AW_MAX_DATA;
-  uint8_t *b = outq_reserve(AW_HEADER_LEN + want);
+  uint8_t *b = out_reserve(AW_HEADER_LEN + want);
   if (b == NULL) return 0; /* the queue is at its cap: try again once it drains */
   ssize_t n;
   do n = read(o->fd, b + AW_HEADER_LEN, want);
@@ -389,7 +389,7 @@ int exec_produce(req_t *r, int which) {
   }
   if (n <= 0) {
     /* End of the stream (or a read error, which ends it as well). */
-    close_fd(&o->fd);
+    util_close_fd(&o->fd);
     o->active = 0;
     o->ready = 0;
     exec_check(r);
@@ -397,7 +397,7 @@ int exec_produce(req_t *r, int which) {
   }
   aw_header_t h = {(uint32_t)n, AW_T_DATA, 0, o->stream, 0, r->id};
   aw_header_encode(b, &h);
-  outq_commit(AW_HEADER_LEN + (size_t)n);
+  out_commit(AW_HEADER_LEN + (size_t)n);
   o->credit -= (uint32_t)n;
   o->sent += (uint64_t)n;
   return 1;
@@ -429,13 +429,13 @@ void exec_on_reaped(req_t *r, int status) {
   exec_state_t *x = &r->u.exec;
   x->reaped = 1;
   x->status = status;
-  x->reaped_ms = now_ms();
-  x->reaped_us = now_us();
+  x->reaped_ms = util_now_ms();
+  x->reaped_us = util_now_us();
   if (r->id != 0) {
     aw_exit_t m;
     fill_exit(r, &m);
     aw_writer_t w;
-    if (frame_begin(&w, 64)) frame_end(&w, aw_put_exited(&w, r->id, &m));
+    if (out_frame_begin(&w, 64)) out_frame_end(&w, aw_put_exited(&w, r->id, &m));
     x->exit_sent = 1;
   }
   if (x->killed) x->grace_ms = x->reaped_ms + AG_KILL_GRACE_MS;
@@ -451,7 +451,7 @@ void exec_check(req_t *r) {
     aw_exit_t m;
     fill_exit(r, &m);
     aw_writer_t w;
-    if (frame_begin(&w, 64)) frame_end(&w, aw_put_exec_result(&w, r->id, &m));
+    if (out_frame_begin(&w, 64)) out_frame_end(&w, aw_put_exec_result(&w, r->id, &m));
   }
   req_finish(r);
 }
@@ -461,8 +461,8 @@ void exec_kill(req_t *r, uint8_t why_flag) {
   x->flags |= why_flag;
   if (x->killed || x->pid <= 1) return;
   x->killed = 1;
-  tree_signal(x->pid, SIGKILL, 1);
-  if (x->reaped) x->grace_ms = now_ms() + AG_KILL_GRACE_MS;
+  ptree_signal(x->pid, SIGKILL, 1);
+  if (x->reaped) x->grace_ms = util_now_ms() + AG_KILL_GRACE_MS;
 }
 
 void exec_cancel(req_t *r, uint16_t why) {
@@ -470,12 +470,12 @@ void exec_cancel(req_t *r, uint16_t why) {
   /* The host does not want the rest of the output: close the pipes now. */
   for (int i = 0; i < r->nout; i++) {
     if (r->out[i].active) {
-      close_fd(&r->out[i].fd);
+      util_close_fd(&r->out[i].fd);
       r->out[i].active = 0;
       r->u.exec.flags |= AW_EXITF_OUTPUT_CUT;
     }
   }
-  close_fd(&r->u.exec.stdin_fd);
+  util_close_fd(&r->u.exec.stdin_fd);
   r->in.dead = 1;
   if (why == 0) req_detach_id(r);
   exec_check(r);
@@ -491,7 +491,7 @@ void exec_timer(req_t *r, int64_t now) {
     x->grace_ms = 0;
     for (int i = 0; i < r->nout; i++) {
       if (r->out[i].active) {
-        close_fd(&r->out[i].fd);
+        util_close_fd(&r->out[i].fd);
         r->out[i].active = 0;
         x->flags |= AW_EXITF_OUTPUT_CUT;
       }
@@ -502,13 +502,13 @@ void exec_timer(req_t *r, int64_t now) {
 
 void exec_close(req_t *r) {
   exec_state_t *x = &r->u.exec;
-  for (int i = 0; i < 2; i++) close_fd(&r->out[i].fd);
-  close_fd(&x->stdin_fd);
+  for (int i = 0; i < 2; i++) util_close_fd(&r->out[i].fd);
+  util_close_fd(&x->stdin_fd);
   free(x->stdin_buf);
   x->stdin_buf = NULL;
 }
 
-void reap_children(void) {
+void exec_reap_children(void) {
   for (;;) {
     int status;
     pid_t pid = waitpid(-1, &status, WNOHANG);

@@ -5,7 +5,7 @@
  * Owns: the workdir descriptor (g.workdir_fd, opened on first use and kept) and the
  * temporary names' counter (g.tmp_seq); per READ record the file's descriptor; per LIST
  * record the DIR stream; per WRITE record the parent directory's descriptor, the
- * temporary file's descriptor and name, and the final name. file_close releases them; a
+ * temporary file's descriptor and name, and the final name. files_close releases them; a
  * WRITE that did not commit removes its temporary file (when it fails or is cancelled).
  * A WRITE lands in a temporary file ".anvia-agent-<pid>-<n>.tmp" in the target's
  * directory and is renamed over the target once all of its declared bytes have arrived,
@@ -23,7 +23,7 @@
 
 #include "agent.h"
 
-int workdir_get(ag_err_t *e) {
+int files_workdir(ag_err_t *e) {
   if (g.workdir_fd >= 0) return g.workdir_fd;
   if (g.workdir == NULL) {
     ag_err_set(e, AW_E_NO_WORKDIR, 0, "the agent was started without --workdir");
@@ -42,17 +42,17 @@ static uint16_t decode_kind(int rc) {
   return rc == AW_ERR_LIMIT ? AW_E_LIMIT : rc == AW_ERR_NUL || rc == AW_ERR_VALUE ? AW_E_INVALID : AW_E_PROTOCOL;
 }
 
-static int64_t mtime_of(const struct stat *st) { return now_realtime_ns_of(&st->st_mtim); }
+static int64_t mtime_of(const struct stat *st) { return util_realtime_ns_of(&st->st_mtim); }
 
 /* Sends ERROR and ends the request (what op_fail does for these types). */
 static void file_fail(req_t *r, const ag_err_t *e) {
-  if (r->id != 0) send_error(r->id, e);
-  file_cancel(r, 0);
+  if (r->id != 0) out_error(r->id, e);
+  files_cancel(r, 0);
 }
 
 /* ---- READ ---- */
 
-void read_start(uint32_t id, const uint8_t *p, size_t len) {
+void files_read_start(uint32_t id, const uint8_t *p, size_t len) {
   aw_read_req_t m;
   ag_err_t e;
   agpath_t path;
@@ -62,8 +62,8 @@ void read_start(uint32_t id, const uint8_t *p, size_t len) {
     ag_err_set(&e, decode_kind(rc), 0, "READ: %s", aw_status_str(rc));
     goto fail;
   }
-  if (path_parse(m.path.p, m.path.len, &path, &e) < 0) goto fail;
-  int wd = workdir_get(&e);
+  if (walk_path_parse(m.path.p, m.path.len, &path, &e) < 0) goto fail;
+  int wd = files_workdir(&e);
   if (wd < 0) goto fail;
   fd = walk_open(wd, &path, O_RDONLY | O_NONBLOCK | O_NOCTTY, g.use_openat2, &e);
   if (fd < 0) goto fail;
@@ -74,13 +74,13 @@ void read_start(uint32_t id, const uint8_t *p, size_t len) {
   }
   if (!S_ISREG(st.st_mode)) {
     ag_err_set(&e, S_ISDIR(st.st_mode) ? AW_E_IS_DIRECTORY : AW_E_NOT_REGULAR, 0, NULL);
-    e.detail_len = path_join(&path, path.n, e.detail, sizeof(e.detail));
+    e.detail_len = walk_path_join(&path, path.n, e.detail, sizeof(e.detail));
     e.value = (uint64_t)st.st_mode;
     goto fail;
   }
   if (m.max_bytes && (uint64_t)st.st_size > m.max_bytes) {
     ag_err_set(&e, AW_E_TOO_LARGE, EFBIG, NULL);
-    e.detail_len = path_join(&path, path.n, e.detail, sizeof(e.detail));
+    e.detail_len = walk_path_join(&path, path.n, e.detail, sizeof(e.detail));
     e.value = (uint64_t)st.st_size;
     goto fail;
   }
@@ -99,7 +99,7 @@ void read_start(uint32_t id, const uint8_t *p, size_t len) {
   return;
 fail:
   if (fd >= 0) close(fd);
-  send_error(id, &e);
+  out_error(id, &e);
 }
 
 static void read_finish(req_t *r) {
@@ -109,13 +109,13 @@ static void read_finish(req_t *r) {
   res.flags = r->u.read.truncated ? AW_READF_TRUNCATED : 0;
   res.mtime_ns = r->u.read.mtime_ns;
   aw_writer_t w;
-  if (frame_begin(&w, 64)) frame_end(&w, aw_put_read_result(&w, r->id, &res));
-  close_fd(&r->out[0].fd);
+  if (out_frame_begin(&w, 64)) out_frame_end(&w, aw_put_read_result(&w, r->id, &res));
+  util_close_fd(&r->out[0].fd);
   r->out[0].active = 0;
   req_finish(r);
 }
 
-int read_produce(req_t *r, int which) {
+int files_read_produce(req_t *r, int which) {
   (void)which;
   ostream_t *o = &r->out[0];
   uint64_t want = o->credit < AW_MAX_DATA ? o->credit : AW_MAX_DATA;
@@ -133,7 +133,7 @@ int read_produce(req_t *r, int which) {
     }
     if (want > left) want = left;
   }
-  uint8_t *b = outq_reserve(AW_HEADER_LEN + want);
+  uint8_t *b = out_reserve(AW_HEADER_LEN + want);
   if (b == NULL) return 0;
   ssize_t n;
   do n = read(o->fd, b + AW_HEADER_LEN, want);
@@ -150,7 +150,7 @@ int read_produce(req_t *r, int which) {
   }
   aw_header_t h = {(uint32_t)n, AW_T_DATA, 0, AW_S_OUT, 0, r->id};
   aw_header_encode(b, &h);
-  outq_commit(AW_HEADER_LEN + (size_t)n);
+  out_commit(AW_HEADER_LEN + (size_t)n);
   o->credit -= (uint32_t)n;
   o->sent += (uint64_t)n;
   return 1;
@@ -158,7 +158,7 @@ int read_produce(req_t *r, int which) {
 
 /* ---- WRITE ---- */
 
-void write_start(uint32_t id, const uint8_t *p, size_t len) {
+void files_write_start(uint32_t id, const uint8_t *p, size_t len) {
   aw_write_req_t m;
   ag_err_t e;
   agpath_t path;
@@ -169,12 +169,12 @@ void write_start(uint32_t id, const uint8_t *p, size_t len) {
     ag_err_set(&e, decode_kind(rc), 0, "WRITE: %s", aw_status_str(rc));
     goto fail;
   }
-  if (path_parse(m.path.p, m.path.len, &path, &e) < 0) goto fail;
+  if (walk_path_parse(m.path.p, m.path.len, &path, &e) < 0) goto fail;
   if (path.n == 0) {
     ag_err_set(&e, AW_E_IS_DIRECTORY, EISDIR, "the path names the workdir");
     goto fail;
   }
-  int wd = workdir_get(&e);
+  int wd = files_workdir(&e);
   if (wd < 0) goto fail;
   parent = walk_dir(wd, &path, path.n - 1, 1, 0755, g.use_openat2, NULL, &e);
   if (parent < 0) goto fail;
@@ -183,12 +183,12 @@ void write_start(uint32_t id, const uint8_t *p, size_t len) {
   if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode)) {
       ag_err_set(&e, S_ISDIR(st.st_mode) ? AW_E_IS_DIRECTORY : AW_E_SYMLINK, S_ISDIR(st.st_mode) ? EISDIR : ELOOP, NULL);
-      e.detail_len = path_join(&path, path.n, e.detail, sizeof(e.detail));
+      e.detail_len = walk_path_join(&path, path.n, e.detail, sizeof(e.detail));
       goto fail;
     }
   } else if (errno != ENOENT) {
     ag_err_set(&e, ag_err_kind_of(errno), errno, NULL);
-    e.detail_len = path_join(&path, path.n, e.detail, sizeof(e.detail));
+    e.detail_len = walk_path_join(&path, path.n, e.detail, sizeof(e.detail));
     goto fail;
   }
   r = req_new(id, AW_T_WRITE);
@@ -215,7 +215,7 @@ void write_start(uint32_t id, const uint8_t *p, size_t len) {
   }
   if (ws->fd < 0) {
     ag_err_set(&e, ag_err_kind_of(errno), errno, NULL);
-    e.detail_len = path_join(&path, path.n, e.detail, sizeof(e.detail));
+    e.detail_len = walk_path_join(&path, path.n, e.detail, sizeof(e.detail));
     ws->tmp[0] = 0;
     goto fail;
   }
@@ -223,13 +223,13 @@ void write_start(uint32_t id, const uint8_t *p, size_t len) {
   return;
 fail:
   if (parent >= 0) close(parent);
-  send_error(id, &e);
+  out_error(id, &e);
   if (r != NULL) req_finish(r);
 }
 
 static void write_abort(req_t *r) {
   write_state_t *ws = &r->u.write;
-  close_fd(&ws->fd);
+  util_close_fd(&ws->fd);
   if (ws->tmp[0] && ws->parent_fd >= 0) unlinkat(ws->parent_fd, ws->tmp, 0);
   ws->tmp[0] = 0;
 }
@@ -242,19 +242,19 @@ static void write_fail(req_t *r, uint16_t kind, int err, uint64_t value, const c
   file_fail(r, &e);
 }
 
-void write_data(req_t *r, const uint8_t *p, size_t len, int end) {
+void files_write_data(req_t *r, const uint8_t *p, size_t len, int end) {
   write_state_t *ws = &r->u.write;
   if (r->in.received > ws->length) {
     write_fail(r, AW_E_LENGTH_MISMATCH, 0, r->in.received, "more bytes than the declared length");
     return;
   }
-  if (len > 0 && write_all(ws->fd, p, len) < 0) {
+  if (len > 0 && util_write_all(ws->fd, p, len) < 0) {
     int err = errno;
     write_fail(r, ag_err_kind_of(err), err, 0, "write");
     return;
   }
   if (!end) {
-    in_consumed(r, (uint32_t)len, 0);
+    req_in_consumed(r, (uint32_t)len, 0);
     return;
   }
   if (r->in.received != ws->length) {
@@ -266,7 +266,7 @@ void write_data(req_t *r, const uint8_t *p, size_t len, int end) {
     write_fail(r, ag_err_kind_of(err), err, 0, "fchmod");
     return;
   }
-  close_fd(&ws->fd);
+  util_close_fd(&ws->fd);
   if (renameat(ws->parent_fd, ws->tmp, ws->parent_fd, ws->name) < 0) {
     int err = errno;
     write_fail(r, err == EISDIR || err == ENOTEMPTY || err == EEXIST ? AW_E_IS_DIRECTORY : ag_err_kind_of(err), err, 0,
@@ -276,13 +276,13 @@ void write_data(req_t *r, const uint8_t *p, size_t len, int end) {
   ws->tmp[0] = 0;
   aw_write_res_t res = {r->in.received, ws->mode};
   aw_writer_t w;
-  if (frame_begin(&w, 64)) frame_end(&w, aw_put_write_result(&w, r->id, &res));
+  if (out_frame_begin(&w, 64)) out_frame_end(&w, aw_put_write_result(&w, r->id, &res));
   req_finish(r);
 }
 
 /* ---- MKDIR ---- */
 
-void mkdir_run(uint32_t id, const uint8_t *p, size_t len) {
+void files_mkdir_run(uint32_t id, const uint8_t *p, size_t len) {
   aw_mkdir_req_t m;
   ag_err_t e;
   agpath_t path;
@@ -293,8 +293,8 @@ void mkdir_run(uint32_t id, const uint8_t *p, size_t len) {
     ag_err_set(&e, decode_kind(rc), 0, "MKDIR: %s", aw_status_str(rc));
     goto fail;
   }
-  if (path_parse(m.path.p, m.path.len, &path, &e) < 0) goto fail;
-  int wd = workdir_get(&e);
+  if (walk_path_parse(m.path.p, m.path.len, &path, &e) < 0) goto fail;
+  int wd = files_workdir(&e);
   if (wd < 0) goto fail;
   mode_t mode = m.mode ? (mode_t)m.mode : 0755;
   if (path.n > 0) {
@@ -312,14 +312,14 @@ void mkdir_run(uint32_t id, const uint8_t *p, size_t len) {
         struct stat st;
         if (err != EEXIST) {
           ag_err_set(&e, ag_err_kind_of(err), err, NULL);
-          e.detail_len = path_join(&path, path.n, e.detail, sizeof(e.detail));
+          e.detail_len = walk_path_join(&path, path.n, e.detail, sizeof(e.detail));
           goto fail;
         }
         int st_rc = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW);
         if (st_rc < 0 || !S_ISDIR(st.st_mode)) {
           int link = st_rc == 0 && S_ISLNK(st.st_mode);
           ag_err_set(&e, link ? AW_E_SYMLINK : AW_E_NOT_DIRECTORY, link ? ELOOP : ENOTDIR, NULL);
-          e.detail_len = path_join(&path, path.n, e.detail, sizeof(e.detail));
+          e.detail_len = walk_path_join(&path, path.n, e.detail, sizeof(e.detail));
           goto fail;
         }
       }
@@ -328,16 +328,16 @@ void mkdir_run(uint32_t id, const uint8_t *p, size_t len) {
   if (fd >= 0) close(fd);
   aw_mkdir_res_t res = {(uint8_t)created};
   aw_writer_t w;
-  if (frame_begin(&w, 64)) frame_end(&w, aw_put_mkdir_result(&w, id, &res));
+  if (out_frame_begin(&w, 64)) out_frame_end(&w, aw_put_mkdir_result(&w, id, &res));
   return;
 fail:
   if (fd >= 0) close(fd);
-  send_error(id, &e);
+  out_error(id, &e);
 }
 
 /* ---- LIST ---- */
 
-void list_start(uint32_t id, const uint8_t *p, size_t len) {
+void files_list_start(uint32_t id, const uint8_t *p, size_t len) {
   aw_list_req_t m;
   ag_err_t e;
   agpath_t path;
@@ -347,8 +347,8 @@ void list_start(uint32_t id, const uint8_t *p, size_t len) {
     ag_err_set(&e, decode_kind(rc), 0, "LIST: %s", aw_status_str(rc));
     goto fail;
   }
-  if (path_parse(m.path.p, m.path.len, &path, &e) < 0) goto fail;
-  int wd = workdir_get(&e);
+  if (walk_path_parse(m.path.p, m.path.len, &path, &e) < 0) goto fail;
+  int wd = files_workdir(&e);
   if (wd < 0) goto fail;
   fd = walk_open(wd, &path, O_RDONLY | O_DIRECTORY, g.use_openat2, &e);
   if (fd < 0) goto fail;
@@ -372,7 +372,7 @@ void list_start(uint32_t id, const uint8_t *p, size_t len) {
   return;
 fail:
   if (fd >= 0) close(fd);
-  send_error(id, &e);
+  out_error(id, &e);
 }
 
 /* The next entry as a record in ls->pending: 1, 0 at the end, -1 on error (errno). */
@@ -419,12 +419,12 @@ static int list_next(list_state_t *ls) {
 static void list_finish(req_t *r) {
   aw_list_res_t res = {r->u.list.count, r->u.list.truncated ? AW_LISTF_TRUNCATED : 0};
   aw_writer_t w;
-  if (frame_begin(&w, 64)) frame_end(&w, aw_put_list_result(&w, r->id, &res));
+  if (out_frame_begin(&w, 64)) out_frame_end(&w, aw_put_list_result(&w, r->id, &res));
   r->out[0].active = 0;
   req_finish(r);
 }
 
-int list_produce(req_t *r, int which) {
+int files_list_produce(req_t *r, int which) {
   (void)which;
   list_state_t *ls = &r->u.list;
   ostream_t *o = &r->out[0];
@@ -451,7 +451,7 @@ int list_produce(req_t *r, int which) {
     return 1;
   }
   if (ls->pending_len > cap) return 0; /* wait for credit for a whole record */
-  uint8_t *b = outq_reserve(AW_HEADER_LEN + cap);
+  uint8_t *b = out_reserve(AW_HEADER_LEN + cap);
   if (b == NULL) return 0;
   size_t used = 0;
   int done = 0;
@@ -475,28 +475,28 @@ int list_produce(req_t *r, int which) {
   }
   aw_header_t h = {(uint32_t)used, AW_T_DATA, 0, AW_S_OUT, 0, r->id};
   aw_header_encode(b, &h);
-  outq_commit(AW_HEADER_LEN + used);
+  out_commit(AW_HEADER_LEN + used);
   o->credit -= (uint32_t)used;
   o->sent += used;
   if (done) list_finish(r);
   return 1;
 }
 
-void file_cancel(req_t *r, uint16_t why) {
+void files_cancel(req_t *r, uint16_t why) {
   if (r->type == AW_T_WRITE) write_abort(r);
   req_end(r, why);
 }
 
-void file_close(req_t *r) {
+void files_close(req_t *r) {
   switch (r->type) {
-  case AW_T_READ: close_fd(&r->out[0].fd); break;
+  case AW_T_READ: util_close_fd(&r->out[0].fd); break;
   case AW_T_LIST:
     if (r->u.list.dir) closedir(r->u.list.dir);
     r->u.list.dir = NULL;
     break;
   case AW_T_WRITE:
     write_abort(r);
-    close_fd(&r->u.write.parent_fd);
+    util_close_fd(&r->u.write.parent_fd);
     free(r->u.write.name);
     r->u.write.name = NULL;
     break;
@@ -505,4 +505,4 @@ void file_close(req_t *r) {
 }
 
 /* A listing sends whole records: it waits for credit for the one it holds. */
-int list_ready(const req_t *r, int which) { return r->u.list.pending_len <= r->out[which].credit; }
+int files_list_ready(const req_t *r, int which) { return r->u.list.pending_len <= r->out[which].credit; }

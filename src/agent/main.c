@@ -3,7 +3,7 @@
  *
  * Owns: the configuration in `g` (from the command line and what the kernel offers), the
  * input buffer (allocated once here, filled by conn.c), the signalfd, and the process's
- * lifetime: the loop ends when the exit path (started by agent_shutdown, shutdown.c) is
+ * lifetime: the loop ends when the exit path (started by shutdown_begin, shutdown.c) is
  * complete. The agent runs as one long-lived `docker exec` (no TTY): stdin and stdout
  * carry the protocol (src/agent/PROTOCOL.md), stderr its own diagnostics.
  *
@@ -45,7 +45,7 @@
 extern char **environ;
 
 static int shutdown_complete(void) {
-  if (now_ms() >= g.shutdown_deadline_ms) return 1;
+  if (util_now_ms() >= g.shutdown_deadline_ms) return 1;
   for (req_t *r = g.head; r != NULL; r = r->next) {
     if (r->finished) continue;
     if (op_detached(r)) continue;
@@ -152,16 +152,16 @@ static int setup(int argc, char **argv) {
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   g.proc_ok = access("/proc/self/stat", R_OK) == 0;
   if (access("/proc/net/tcp", R_OK) == 0 || access("/proc/net/tcp6", R_OK) == 0) g.caps |= AW_CAP_NET_TCP;
-  g.use_openat2 = !no_openat2 && openat2_probe();
+  g.use_openat2 = !no_openat2 && walk_openat2_probe();
   if (exec_env_init(environ) < 0) return -1;
   g.workdir_fd = -1;
   if (g.workdir) {
     ag_err_t e;
-    (void)workdir_get(&e); /* opened now if it exists; retried on first use otherwise */
+    (void)files_workdir(&e); /* opened now if it exists; retried on first use otherwise */
   }
-  set_nonblock(0);
-  set_nonblock(1);
-  set_nonblock(2);
+  util_set_nonblock(0);
+  util_set_nonblock(1);
+  util_set_nonblock(2);
   g.inbuf = malloc(IN_CAP);
   if (g.inbuf == NULL) return -1;
   return 0;
@@ -183,11 +183,11 @@ static void on_signals(void) {
     ssize_t n = read(g.sigfd, &si, sizeof(si));
     if (n != (ssize_t)sizeof(si)) break;
     if (si.ssi_signo == SIGCHLD) chld = 1;
-    else agent_shutdown(4, "signal");
+    else shutdown_begin(4, "signal");
   }
   /* Reap on every wake-up: SIGCHLDs coalesce. */
   (void)chld;
-  reap_children();
+  exec_reap_children();
 }
 
 static void on_pipe_event(req_t *r, int kind, short revents) {
@@ -209,7 +209,7 @@ static void on_pipe_event(req_t *r, int kind, short revents) {
     }
     int avail = 0;
     if (ioctl(o->fd, FIONREAD, &avail) == 0 && avail == 0) {
-      close_fd(&o->fd);
+      util_close_fd(&o->fd);
       o->active = 0;
       o->ready = 0;
       exec_check(r);
@@ -235,7 +235,7 @@ static int64_t next_timer(int64_t now) {
 
 static void run_timers(int64_t now) {
   if (g.heartbeat_ms && !g.shutting_down && now - g.last_rx_ms >= (int64_t)g.heartbeat_ms)
-    agent_shutdown(2, "no frame from the host within the heartbeat");
+    shutdown_begin(2, "no frame from the host within the heartbeat");
   op_run_timers(now);
 }
 
@@ -304,13 +304,13 @@ static void loop(void) {
         n++;
       }
     }
-    int64_t now = now_ms();
+    int64_t now = util_now_ms();
     int64_t wait = next_timer(now);
     if (sources_waiting()) wait = 0;
     if (wait > 60000) wait = 60000;
     int rc = poll(pfd, (nfds_t)n, (int)wait);
     if (rc < 0 && errno != EINTR) {
-      ag_log("poll: %s", strerror(errno));
+      util_log("poll: %s", strerror(errno));
       break;
     }
     if (rc > 0) {
@@ -321,12 +321,12 @@ static void loop(void) {
       if (pfd[P_OUT].fd >= 0 && (pfd[P_OUT].revents & (POLLERR | POLLHUP)) && !(pfd[P_OUT].revents & POLLOUT))
         out_hangup();
     }
-    run_timers(now_ms());
+    run_timers(util_now_ms());
     if (!g.in_dead) conn_dispatch_pending();
-    if (g.in_eof && !g.shutting_down && !input_has_frame()) agent_shutdown(0, "end of input");
-    schedule_output();
+    if (g.in_eof && !g.shutting_down && !input_has_frame()) shutdown_begin(0, "end of input");
+    op_schedule_output();
     out_flush();
-    reap_children();
+    exec_reap_children();
     op_sweep();
   }
   free(pfd);
@@ -335,7 +335,7 @@ static void loop(void) {
 
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "init") == 0) return init_main(argc, argv);
-  agent_on_shutdown(op_end_all);
+  shutdown_install(op_end_all);
   g.self = getpid();
   g.in_fd = 0;
   g.out_fd = 1;
@@ -344,8 +344,8 @@ int main(int argc, char **argv) {
   ensure_std_fds();
   cloexec_inherited();
   if (setup(argc, argv) < 0) return 1;
-  g.last_rx_ms = now_ms();
-  send_hello();
+  g.last_rx_ms = util_now_ms();
+  out_hello();
   out_flush();
   loop();
   exec_spawn_drainer();

@@ -34,13 +34,13 @@ typedef struct ag_type {
 static const ag_type_t TYPES[] = {
     {AW_T_EXEC, exec_start, exec_cancel, exec_stdin_data, exec_produce, exec_ready, exec_timer, exec_due,
      exec_detached, exec_close, 1},
-    {AW_T_READ, read_start, file_cancel, NULL, read_produce, NULL, NULL, NULL, NULL, file_close, 0},
-    {AW_T_WRITE, write_start, file_cancel, write_data, NULL, NULL, NULL, NULL, NULL, file_close, 0},
-    {AW_T_MKDIR, mkdir_run, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0},
-    {AW_T_LIST, list_start, file_cancel, NULL, list_produce, list_ready, NULL, NULL, NULL, file_close, 0},
+    {AW_T_READ, files_read_start, files_cancel, NULL, files_read_produce, NULL, NULL, NULL, NULL, files_close, 0},
+    {AW_T_WRITE, files_write_start, files_cancel, files_write_data, NULL, NULL, NULL, NULL, NULL, files_close, 0},
+    {AW_T_MKDIR, files_mkdir_run, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0},
+    {AW_T_LIST, files_list_start, files_cancel, NULL, files_list_produce, files_list_ready, NULL, NULL, NULL, files_close, 0},
     {AW_T_PORT_WAIT, port_start, NULL, NULL, NULL, NULL, port_timer, port_due, NULL, NULL, 0},
-    {AW_T_SIGNAL, signal_run, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0},
-    {AW_T_GROUP_ALIVE, alive_run, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0},
+    {AW_T_SIGNAL, procs_signal_run, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0},
+    {AW_T_GROUP_ALIVE, procs_alive_run, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0},
 };
 
 static const ag_type_t *type_of(uint8_t type) {
@@ -62,7 +62,7 @@ void op_cancel(req_t *r, uint16_t why) {
 }
 
 void op_fail(req_t *r, const ag_err_t *e) {
-  if (r->id != 0) send_error(r->id, e);
+  if (r->id != 0) out_error(r->id, e);
   op_cancel(r, 0);
 }
 
@@ -116,7 +116,7 @@ void op_run_timers(int64_t now) {
   }
 }
 
-void schedule_output(void) {
+void op_schedule_output(void) {
   if (g.out_broken) return;
   for (;;) {
     int progressed = 0;

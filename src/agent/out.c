@@ -1,7 +1,7 @@
 /*
  * out.c - the output side of the host connection: the output queue, the frames every
  * other file sends through it (HELLO, PONG, ERROR, WINDOW, and any frame written between
- * frame_begin and frame_end), and flushing it to stdout.
+ * out_frame_begin and out_frame_end), and flushing it to stdout.
  *
  * Owns: g.out (the output queue) and g.out_broken. Frames are appended to g.out in the
  * order they are made, so the frames of one request keep their order (STARTED, DATA,
@@ -19,7 +19,7 @@
 
 /* ---- the queue ---- */
 
-uint8_t *outq_reserve(size_t n) {
+uint8_t *out_reserve(size_t n) {
   outq_t *q = &g.out;
   if (q->len + n > AG_OUT_CAP) return NULL;
   if (q->head + q->len + n > q->cap) {
@@ -40,7 +40,7 @@ uint8_t *outq_reserve(size_t n) {
   return q->buf + q->head + q->len;
 }
 
-void outq_commit(size_t n) { g.out.len += n; }
+void out_commit(size_t n) { g.out.len += n; }
 
 int out_flush(void) {
   outq_t *q = &g.out;
@@ -52,7 +52,7 @@ int out_flush(void) {
       g.out_broken = 1;
       q->len = 0;
       q->head = 0;
-      agent_shutdown(0, "output closed");
+      shutdown_begin(0, "output closed");
       return -1;
     }
     q->head += (size_t)w;
@@ -66,23 +66,23 @@ int out_flush(void) {
 void out_hangup(void) {
   g.out_broken = 1;
   g.out.len = 0;
-  agent_shutdown(0, "output closed");
+  shutdown_begin(0, "output closed");
 }
 
 /* A frame that could not be queued means the host has stopped reading for long enough
  * to fill AG_OUT_CAP (or memory ran out): the connection is over. */
 static void queue_failed(void) {
-  ag_log("output queue full or out of memory: exiting");
+  util_log("output queue full or out of memory: exiting");
   g.out_broken = 1;
   g.out.len = 0;
-  agent_shutdown(3, "output queue");
+  shutdown_begin(3, "output queue");
 }
 
 /* Runs `put` on a writer over reserved space of `max` bytes and commits what it wrote. */
 #define QUEUE(max, expr)                                                                  \
   do {                                                                                    \
     if (g.out_broken) break;                                                              \
-    uint8_t *buf_ = outq_reserve(max);                                                    \
+    uint8_t *buf_ = out_reserve(max);                                                    \
     if (buf_ == NULL) {                                                                   \
       queue_failed();                                                                     \
       break;                                                                              \
@@ -90,13 +90,13 @@ static void queue_failed(void) {
     aw_writer_t w_;                                                                       \
     aw_w_init(&w_, buf_, max);                                                            \
     aw_writer_t *w = &w_;                                                                 \
-    if ((expr) == AW_OK) outq_commit(w_.len);                                             \
-    else ag_log("could not encode a frame (%s)", #expr);                                  \
+    if ((expr) == AW_OK) out_commit(w_.len);                                             \
+    else util_log("could not encode a frame (%s)", #expr);                                  \
   } while (0)
 
 /* ---- frames ---- */
 
-void send_hello(void) {
+void out_hello(void) {
   aw_hello_t h;
   memset(&h, 0, sizeof(h));
   h.magic = AW_MAGIC;
@@ -129,7 +129,7 @@ void send_hello(void) {
   QUEUE(512, aw_put_hello(w, 0, &h));
 }
 
-void send_error(uint32_t id, const ag_err_t *e) {
+void out_error(uint32_t id, const ag_err_t *e) {
   aw_error_t m;
   m.kind = e->kind;
   m.stage = e->stage;
@@ -140,19 +140,19 @@ void send_error(uint32_t id, const ag_err_t *e) {
   QUEUE(AW_HEADER_LEN + 32 + e->detail_len, aw_put_error(w, id, &m));
 }
 
-void send_error_simple(uint32_t id, uint16_t kind, int errnum, const char *detail) {
+void out_error_simple(uint32_t id, uint16_t kind, int errnum, const char *detail) {
   ag_err_t e;
   ag_err_set(&e, kind, errnum, "%s", detail ? detail : "");
-  send_error(id, &e);
+  out_error(id, &e);
 }
 
-void send_window(uint32_t id, uint8_t stream, uint32_t inc) {
+void out_window(uint32_t id, uint8_t stream, uint32_t inc) {
   QUEUE(AW_HEADER_LEN + 4, aw_put_window(w, id, stream, inc));
 }
 
-int frame_begin(aw_writer_t *w, size_t max) {
+int out_frame_begin(aw_writer_t *w, size_t max) {
   if (g.out_broken) return 0;
-  uint8_t *b = outq_reserve(max);
+  uint8_t *b = out_reserve(max);
   if (b == NULL) {
     queue_failed();
     return 0;
@@ -161,11 +161,11 @@ int frame_begin(aw_writer_t *w, size_t max) {
   return 1;
 }
 
-void frame_end(aw_writer_t *w, int rc) {
-  if (rc == AW_OK) outq_commit(w->len);
-  else ag_log("could not encode a frame: %s", aw_status_str(rc));
+void out_frame_end(aw_writer_t *w, int rc) {
+  if (rc == AW_OK) out_commit(w->len);
+  else util_log("could not encode a frame: %s", aw_status_str(rc));
 }
 
-void send_pong(uint32_t id, const uint8_t *p, size_t len) {
+void out_pong(uint32_t id, const uint8_t *p, size_t len) {
   QUEUE(AW_HEADER_LEN + AW_MAX_PING, aw_put_ping(w, AW_T_PONG, id, p, len));
 }

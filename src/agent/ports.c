@@ -40,16 +40,16 @@ static void table_read(table_t *t) {
     return;
   }
   tcp_scan_t s;
-  tcp_scan_init(&s, 0);
+  procfs_tcp_scan_init(&s, 0);
   s.listening = t->listening;
   char buf[8192];
   for (;;) {
     ssize_t n = read(fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    tcp_scan_feed(&s, buf, (size_t)n);
+    procfs_tcp_scan_feed(&s, buf, (size_t)n);
   }
-  tcp_scan_end(&s);
+  procfs_tcp_scan_end(&s);
   close(fd);
   t->ok = 1;
 }
@@ -58,7 +58,7 @@ static int has_port(const table_t *t, uint16_t port) { return t->ok && (t->liste
 
 /* 0 with *families set, or -1 with *err when neither asked-for table can be read. */
 static int port_check(uint16_t port, uint16_t flags, uint8_t *families, int *err) {
-  int64_t now = now_ms();
+  int64_t now = util_now_ms();
   if (now - snap_ms >= SNAP_MS) {
     table_read(&tables[0]);
     table_read(&tables[1]);
@@ -85,10 +85,10 @@ static void port_answer(uint32_t id, uint8_t families, int64_t start) {
   aw_port_res_t res;
   res.found = families ? 1 : 0;
   res.families = families;
-  int64_t waited = now_ms() - start;
+  int64_t waited = util_now_ms() - start;
   res.waited_ms = waited > 0 ? (uint32_t)waited : 0;
   aw_writer_t w;
-  if (frame_begin(&w, 64)) frame_end(&w, aw_put_port_result(&w, id, &res));
+  if (out_frame_begin(&w, 64)) out_frame_end(&w, aw_put_port_result(&w, id, &res));
 }
 
 void port_start(uint32_t id, const uint8_t *p, size_t len) {
@@ -98,14 +98,14 @@ void port_start(uint32_t id, const uint8_t *p, size_t len) {
     ag_err_t e;
     ag_err_set(&e, rc == AW_ERR_LIMIT ? AW_E_LIMIT : rc == AW_ERR_VALUE ? AW_E_INVALID : AW_E_PROTOCOL, 0,
             "PORT_WAIT: %s", aw_status_str(rc));
-    send_error(id, &e);
+    out_error(id, &e);
     return;
   }
-  int64_t start = now_ms();
+  int64_t start = util_now_ms();
   uint8_t fam;
   int err;
   if (port_check(m.port, m.flags, &fam, &err) < 0) {
-    send_error_simple(id, AW_E_IO, err, "/proc/net/tcp");
+    out_error_simple(id, AW_E_IO, err, "/proc/net/tcp");
     return;
   }
   if (fam || m.timeout_ms == 0) {
@@ -114,7 +114,7 @@ void port_start(uint32_t id, const uint8_t *p, size_t len) {
   }
   req_t *r = req_new(id, AW_T_PORT_WAIT);
   if (r == NULL) {
-    send_error_simple(id, AW_E_RESOURCES, ENOMEM, "out of memory");
+    out_error_simple(id, AW_E_RESOURCES, ENOMEM, "out of memory");
     return;
   }
   port_state_t *ps = &r->u.port;
@@ -133,7 +133,7 @@ void port_timer(req_t *r, int64_t now) {
   uint8_t fam;
   int err;
   if (port_check(ps->port, ps->flags, &fam, &err) < 0) {
-    send_error_simple(r->id, AW_E_IO, err, "/proc/net/tcp");
+    out_error_simple(r->id, AW_E_IO, err, "/proc/net/tcp");
     req_finish(r);
     return;
   }

@@ -33,7 +33,7 @@ static int parse_int(const char **p, const char *end, long *out) {
   return 0;
 }
 
-int proc_stat_parse(const char *text, size_t len, proc_stat_t *out) {
+int procfs_stat_parse(const char *text, size_t len, proc_stat_t *out) {
   const char *end = text + len;
   const char *p = text;
   long pid;
@@ -60,7 +60,7 @@ int proc_stat_parse(const char *text, size_t len, proc_stat_t *out) {
   return 0;
 }
 
-void tcp_scan_init(tcp_scan_t *s, uint16_t port) {
+void procfs_tcp_scan_init(tcp_scan_t *s, uint16_t port) {
   memset(s, 0, sizeof(*s));
   s->port = port;
 }
@@ -107,7 +107,7 @@ static void scan_line(tcp_scan_t *s, const char *p, size_t len) {
   if (s->listening) s->listening[port >> 3] |= (uint8_t)(1u << (port & 7));
 }
 
-void tcp_scan_feed(tcp_scan_t *s, const char *p, size_t len) {
+void procfs_tcp_scan_feed(tcp_scan_t *s, const char *p, size_t len) {
   while (len > 0) {
     const char *nl = memchr(p, '\n', len);
     size_t take = nl ? (size_t)(nl - p) : len;
@@ -128,7 +128,7 @@ void tcp_scan_feed(tcp_scan_t *s, const char *p, size_t len) {
   }
 }
 
-void tcp_scan_end(tcp_scan_t *s) {
+void procfs_tcp_scan_end(tcp_scan_t *s) {
   if (!s->overlong && s->carry_len) scan_line(s, s->carry, s->carry_len);
   s->carry_len = 0;
   s->overlong = 0;

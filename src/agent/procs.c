@@ -17,52 +17,52 @@ static int bad_pgid(uint32_t id, int32_t pgid) {
     ag_err_t e;
     ag_err_set(&e, AW_E_INVALID, 0, "pgid must be greater than 1");
     e.value = (uint64_t)(int64_t)pgid;
-    send_error(id, &e);
+    out_error(id, &e);
     return 1;
   }
   if (pgid == (int32_t)g.self || pgid == (int32_t)getpgrp()) {
-    send_error_simple(id, AW_E_INVALID, 0, "pgid is the agent's own group");
+    out_error_simple(id, AW_E_INVALID, 0, "pgid is the agent's own group");
     return 1;
   }
   return 0;
 }
 
-void signal_run(uint32_t id, const uint8_t *p, size_t len) {
+void procs_signal_run(uint32_t id, const uint8_t *p, size_t len) {
   aw_signal_req_t m;
   int rc = aw_dec_signal(p, len, &m);
   if (rc != AW_OK) {
     ag_err_t e;
     ag_err_set(&e, rc == AW_ERR_VALUE ? AW_E_INVALID : AW_E_PROTOCOL, 0, "SIGNAL: %s", aw_status_str(rc));
-    send_error(id, &e);
+    out_error(id, &e);
     return;
   }
   if (bad_pgid(id, m.pgid)) return;
   aw_signal_res_t res = {0, 0};
   if (m.flags & AW_SIGNAL_TREE) {
-    int n = tree_signal(m.pgid, m.signal, 1);
+    int n = ptree_signal(m.pgid, m.signal, 1);
     if (n >= 0) {
       res.delivered = n > 0;
       res.count = (uint32_t)n;
     } else if (errno != ESRCH) {
-      send_error_simple(id, ag_err_kind_of(errno), errno, "kill");
+      out_error_simple(id, ag_err_kind_of(errno), errno, "kill");
       return;
     }
   } else if (kill(-m.pgid, m.signal) == 0) {
     res.delivered = 1;
     res.count = 1;
   } else if (errno != ESRCH) {
-    send_error_simple(id, ag_err_kind_of(errno), errno, "kill");
+    out_error_simple(id, ag_err_kind_of(errno), errno, "kill");
     return;
   }
   aw_writer_t w;
-  if (frame_begin(&w, 64)) frame_end(&w, aw_put_signal_result(&w, id, &res));
+  if (out_frame_begin(&w, 64)) out_frame_end(&w, aw_put_signal_result(&w, id, &res));
 }
 
-void alive_run(uint32_t id, const uint8_t *p, size_t len) {
+void procs_alive_run(uint32_t id, const uint8_t *p, size_t len) {
   aw_alive_req_t m;
   int rc = aw_dec_group_alive(p, len, &m);
   if (rc != AW_OK) {
-    send_error_simple(id, AW_E_PROTOCOL, 0, aw_status_str(rc));
+    out_error_simple(id, AW_E_PROTOCOL, 0, aw_status_str(rc));
     return;
   }
   if (bad_pgid(id, m.pgid)) return;
@@ -71,7 +71,7 @@ void alive_run(uint32_t id, const uint8_t *p, size_t len) {
   int exists = krc == 0 || errno == EPERM;
   if (exists) {
     uint32_t live, zombies;
-    if (group_members(m.pgid, &live, &zombies) == 0) {
+    if (ptree_group_members(m.pgid, &live, &zombies) == 0) {
       res.members = live;
       res.zombies = zombies;
       res.alive = live > 0;
@@ -82,5 +82,5 @@ void alive_run(uint32_t id, const uint8_t *p, size_t len) {
     }
   }
   aw_writer_t w;
-  if (frame_begin(&w, 64)) frame_end(&w, aw_put_alive_result(&w, id, &res));
+  if (out_frame_begin(&w, 64)) out_frame_end(&w, aw_put_alive_result(&w, id, &res));
 }

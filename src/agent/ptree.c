@@ -40,7 +40,7 @@ static int read_stat(int procfd, const char *name, proc_stat_t *out) {
   while (n < 0 && errno == EINTR);
   close(fd);
   if (n <= 0) return -1;
-  return proc_stat_parse(buf, (size_t)n, out);
+  return procfs_stat_parse(buf, (size_t)n, out);
 }
 
 static int by_pid(const void *a, const void *b) {
@@ -155,7 +155,7 @@ static long scan_round(pid_t pgid, pidset_t *set, int freeze) {
   return added;
 }
 
-int tree_signal(pid_t pgid, int sig, int freeze) {
+int ptree_signal(pid_t pgid, int sig, int freeze) {
   if (pgid <= 1 || pgid == g.self) {
     errno = EINVAL;
     return -1;
@@ -186,7 +186,7 @@ int tree_signal(pid_t pgid, int sig, int freeze) {
   return count;
 }
 
-int group_members(pid_t pgid, uint32_t *live, uint32_t *zombies) {
+int ptree_group_members(pid_t pgid, uint32_t *live, uint32_t *zombies) {
   size_t n;
   proc_stat_t *t = proc_scan(&n);
   if (t == NULL) return -1;

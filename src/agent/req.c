@@ -6,7 +6,7 @@
  * Owns: every req_t record and the table's list (g.head, g.tail, g.nreq, g.nrecords). A
  * record is made by req_new when a request arrives and freed by req_free at the sweep
  * (ops.c) after req_finish; between the two, its type's file (exec.c, files.c, ports.c)
- * owns the descriptors and buffers inside it and releases them in exec_close/file_close.
+ * owns the descriptors and buffers inside it and releases them in exec_close/files_close.
  * An EXEC whose host-visible end came before its child was reaped keeps its record, with
  * id 0, until the child is reaped: nothing is ever left unreaped. What depends on a
  * request's type (cancelling it, feeding its input, producing its output) is ops.c's.
@@ -56,7 +56,7 @@ void req_finish(req_t *r) {
 
 void req_end(req_t *r, uint16_t why) {
   if (why != 0 && r->id != 0) {
-    send_error_simple(r->id, why, 0, why == AW_E_SHUTDOWN ? "the agent is exiting" : "cancelled");
+    out_error_simple(r->id, why, 0, why == AW_E_SHUTDOWN ? "the agent is exiting" : "cancelled");
   }
   req_finish(r);
 }
@@ -84,11 +84,11 @@ void req_to_tail(req_t *r) {
 
 /* ---- host -> agent streams ---- */
 
-void in_consumed(req_t *r, uint32_t n, int drained) {
+void req_in_consumed(req_t *r, uint32_t n, int drained) {
   r->in.to_return += n;
   if (r->id == 0 || r->in.ended || r->in.to_return == 0) return;
   if (r->in.to_return >= AW_IN_WINDOW / 4 || drained) {
-    send_window(r->id, AW_S_IN, r->in.to_return);
+    out_window(r->id, AW_S_IN, r->in.to_return);
     r->in.outstanding += r->in.to_return;
     r->in.to_return = 0;
   }

@@ -14,13 +14,13 @@
 
 static void (*end_requests)(void);
 
-void agent_on_shutdown(void (*fn)(void)) { end_requests = fn; }
+void shutdown_install(void (*fn)(void)) { end_requests = fn; }
 
-void agent_shutdown(int code, const char *why) {
+void shutdown_begin(int code, const char *why) {
   if (g.shutting_down) return;
   g.shutting_down = 1;
   g.exit_code = code;
-  g.shutdown_deadline_ms = now_ms() + AG_SHUTDOWN_MS;
-  if (code != 0) ag_log("exiting: %s", why);
+  g.shutdown_deadline_ms = util_now_ms() + AG_SHUTDOWN_MS;
+  if (code != 0) util_log("exiting: %s", why);
   if (end_requests != NULL) end_requests();
 }

@@ -1,5 +1,5 @@
 /*
- * util.c - clocks, descriptor helpers, diagnostics and typed errors.
+ * util.c - clocks, descriptor helpers and diagnostics.
  *
  * Owns: nothing. Diagnostics go to stderr, which is non-blocking: a host that does not
  * read the agent's stderr loses messages instead of stalling the agent.
@@ -15,21 +15,21 @@
 
 #include "agent.h"
 
-int64_t now_ms(void) {
+int64_t util_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int64_t now_us(void) {
+int64_t util_now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-int64_t now_realtime_ns_of(const struct timespec *ts) { return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec; }
+int64_t util_realtime_ns_of(const struct timespec *ts) { return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec; }
 
-void ag_log(const char *fmt, ...) {
+void util_log(const char *fmt, ...) {
   char line[512];
   int n = snprintf(line, sizeof(line), "anvia-agent[%d]: ", (int)g.self);
   if (n < 0) return;
@@ -45,21 +45,21 @@ void ag_log(const char *fmt, ...) {
   (void)w;
 }
 
-int set_nonblock(int fd) {
+int util_set_nonblock(int fd) {
   int fl = fcntl(fd, F_GETFL);
   if (fl < 0) return -1;
   if (fl & O_NONBLOCK) return 0;
   return fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-void close_fd(int *fd) {
+void util_close_fd(int *fd) {
   if (*fd >= 0) {
     close(*fd);
     *fd = -1;
   }
 }
 
-ssize_t write_all(int fd, const void *p, size_t len) {
+ssize_t util_write_all(int fd, const void *p, size_t len) {
   const uint8_t *b = p;
   size_t done = 0;
   while (done < len) {
@@ -71,47 +71,4 @@ ssize_t write_all(int fd, const void *p, size_t len) {
     done += (size_t)w;
   }
   return (ssize_t)done;
-}
-
-uint16_t ag_err_kind_of(int errnum) {
-  switch (errnum) {
-  case ENOENT: return AW_E_NOT_FOUND;
-  case EACCES:
-  case EPERM: return AW_E_PERMISSION;
-  case ENOMEM:
-  case EMFILE:
-  case ENFILE:
-  case EAGAIN: return AW_E_RESOURCES;
-  case EROFS: return AW_E_READ_ONLY;
-  case ENOSPC:
-  case EDQUOT: return AW_E_NO_SPACE;
-  case ENOTDIR: return AW_E_NOT_DIRECTORY;
-  case EISDIR: return AW_E_IS_DIRECTORY;
-  case ELOOP: return AW_E_SYMLINK;
-  case ENAMETOOLONG: return AW_E_LIMIT;
-  default: return AW_E_IO;
-  }
-}
-
-void ag_err_set(ag_err_t *e, uint16_t kind, int errnum, const char *fmt, ...) {
-  e->kind = kind;
-  e->stage = AW_STAGE_NONE;
-  e->err = errnum;
-  e->value = 0;
-  e->detail_len = 0;
-  e->detail[0] = 0;
-  if (fmt) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(e->detail, sizeof(e->detail), fmt, ap);
-    va_end(ap);
-    if (n > 0) e->detail_len = (size_t)n < sizeof(e->detail) ? (size_t)n : sizeof(e->detail) - 1;
-  }
-}
-
-void ag_err_detail_bytes(ag_err_t *e, const void *p, size_t len) {
-  if (len > sizeof(e->detail) - 1) len = sizeof(e->detail) - 1;
-  if (len) memcpy(e->detail, p, len);
-  e->detail[len] = 0;
-  e->detail_len = len;
 }

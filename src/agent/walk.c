@@ -4,7 +4,7 @@
  *
  * Owns: the descriptors it returns (the caller closes them) and none other.
  *
- * A path is validated first (path_parse): relative, at most AW_MAX_PATH bytes and
+ * A path is validated first (walk_path_parse): relative, at most AW_MAX_PATH bytes and
  * AW_MAX_DEPTH components of at most AW_MAX_NAME bytes, no ".." (refused as "outside"),
  * empty and "." components dropped. Resolution then uses openat2(RESOLVE_BENEATH |
  * RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) from the workdir's descriptor when the
@@ -49,14 +49,14 @@ static int sys_openat2(int dirfd, const char *path, int flags) {
   return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
 
-int openat2_probe(void) {
+int walk_openat2_probe(void) {
   int fd = sys_openat2(AT_FDCWD, ".", O_PATH | O_CLOEXEC);
   if (fd < 0) return 0;
   close(fd);
   return 1;
 }
 
-int path_parse(const uint8_t *p, size_t len, agpath_t *out, ag_err_t *e) {
+int walk_path_parse(const uint8_t *p, size_t len, agpath_t *out, ag_err_t *e) {
   out->n = 0;
   if (len > AW_MAX_PATH) {
     ag_err_set(e, AW_E_LIMIT, ENAMETOOLONG, "path longer than %u bytes", (unsigned)AW_MAX_PATH);
@@ -111,7 +111,7 @@ int path_parse(const uint8_t *p, size_t len, agpath_t *out, ag_err_t *e) {
   return 0;
 }
 
-size_t path_join(const agpath_t *path, size_t upto, char *buf, size_t cap) {
+size_t walk_path_join(const agpath_t *path, size_t upto, char *buf, size_t cap) {
   size_t n = 0;
   if (cap == 0) return 0;
   for (size_t i = 0; i < upto && i < path->n; i++) {
@@ -129,7 +129,7 @@ size_t path_join(const agpath_t *path, size_t upto, char *buf, size_t cap) {
 /* The error for component i (0-based) of `path`, with the path up to it as detail. */
 static void comp_err(ag_err_t *e, const agpath_t *path, size_t i, uint16_t kind, int errnum) {
   ag_err_set(e, kind, errnum, NULL);
-  e->detail_len = path_join(path, i + 1, e->detail, sizeof(e->detail));
+  e->detail_len = walk_path_join(path, i + 1, e->detail, sizeof(e->detail));
 }
 
 /* Opens component i relative to `cur` as a directory, refusing symlinks. */
@@ -197,7 +197,7 @@ int walk_dir(int wdfd, const agpath_t *path, size_t upto, int create, mode_t mod
   if (upto > path->n) upto = path->n;
   if (use_openat2 && upto > 0) {
     char joined[AW_MAX_PATH + 1];
-    path_join(path, upto, joined, sizeof(joined));
+    walk_path_join(path, upto, joined, sizeof(joined));
     int fd = sys_openat2(wdfd, joined, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) return fd;
   }
@@ -260,7 +260,7 @@ int walk_open(int wdfd, const agpath_t *path, int flags, int use_openat2, ag_err
   }
   if (use_openat2) {
     char joined[AW_MAX_PATH + 1];
-    path_join(path, path->n, joined, sizeof(joined));
+    walk_path_join(path, path->n, joined, sizeof(joined));
     int fd = sys_openat2(wdfd, joined, flags);
     if (fd >= 0) return fd;
   }

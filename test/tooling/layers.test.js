@@ -42,6 +42,7 @@ const breakages = {
     /symbol sbx_layers_twice is defined by the agent's agent\/util\.c and by the addon's base\/buf\.c/,
     ["base/buf.c", 'append', '\nint sbx_layers_twice(void) { return 2; }\n'],
   ],
+  "an agent global without its file's prefix": [["agent/walk.c", 'append', '\nint layers_probe_walk(void) { return 0; }\n'], /agent\/walk\.c exports layers_probe_walk: the agent's globals begin with their file's name \(walk_\)/],
   "an export nothing uses": [["codec/paths.c", 'append', '\nint paths_layers_probe(void) { return 0; }\n'], /codec\/paths\.c exports paths_layers_probe, which no other file uses/],
 };
 

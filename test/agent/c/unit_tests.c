@@ -576,7 +576,7 @@ static void ln(const char *target, const char *rel) {
   if (symlink(target, path) != 0) printf("symlink %s: %s\n", path, strerror(errno));
 }
 
-static int parse(const char *s, agpath_t *p, ag_err_t *e) { return path_parse((const uint8_t *)s, strlen(s), p, e); }
+static int parse(const char *s, agpath_t *p, ag_err_t *e) { return walk_path_parse((const uint8_t *)s, strlen(s), p, e); }
 
 static void expect_open(int wd, const char *path, int flags, int use2, uint16_t kind, const char *detail) {
   agpath_t p;
@@ -605,30 +605,30 @@ static void test_paths(void) {
   CHECK(parse(".", &p, &e) == 0 && p.n == 0, "'.' is the workdir");
   CHECK(parse("a//b/./c/", &p, &e) == 0 && p.n == 3 && strcmp(p.buf + p.off[2], "c") == 0, "a//b/./c/");
   char joined[64];
-  path_join(&p, p.n, joined, sizeof(joined));
+  walk_path_join(&p, p.n, joined, sizeof(joined));
   CHECK(strcmp(joined, "a/b/c") == 0, "join: %s", joined);
   CHECK(parse("/etc/passwd", &p, &e) < 0 && e.kind == AW_E_OUTSIDE, "absolute path");
   CHECK(parse("a/../b", &p, &e) < 0 && e.kind == AW_E_OUTSIDE, "..");
   CHECK(parse("..", &p, &e) < 0 && e.kind == AW_E_OUTSIDE, ".. alone");
   CHECK(parse("a/..b/c..", &p, &e) == 0 && p.n == 3, "names starting or ending with .. are names");
-  CHECK(path_parse((const uint8_t *)"a\0b", 3, &p, &e) < 0 && e.kind == AW_E_INVALID, "NUL");
+  CHECK(walk_path_parse((const uint8_t *)"a\0b", 3, &p, &e) < 0 && e.kind == AW_E_INVALID, "NUL");
   char big[AW_MAX_PATH + 2];
   memset(big, 'a', sizeof(big));
-  CHECK(path_parse((const uint8_t *)big, AW_MAX_PATH + 1, &p, &e) < 0 && e.kind == AW_E_LIMIT, "path too long");
-  CHECK(path_parse((const uint8_t *)big, AW_MAX_NAME + 1, &p, &e) < 0 && e.kind == AW_E_LIMIT, "component too long");
-  CHECK(path_parse((const uint8_t *)big, AW_MAX_NAME, &p, &e) == 0 && p.n == 1, "component of 255 bytes");
+  CHECK(walk_path_parse((const uint8_t *)big, AW_MAX_PATH + 1, &p, &e) < 0 && e.kind == AW_E_LIMIT, "path too long");
+  CHECK(walk_path_parse((const uint8_t *)big, AW_MAX_NAME + 1, &p, &e) < 0 && e.kind == AW_E_LIMIT, "component too long");
+  CHECK(walk_path_parse((const uint8_t *)big, AW_MAX_NAME, &p, &e) == 0 && p.n == 1, "component of 255 bytes");
   char deep[AW_MAX_PATH];
   size_t dl = 0;
   for (unsigned i = 0; i < AW_MAX_DEPTH + 1; i++) {
     deep[dl++] = 'd';
     deep[dl++] = '/';
   }
-  CHECK(path_parse((const uint8_t *)deep, dl, &p, &e) < 0 && e.kind == AW_E_LIMIT, "too deep");
-  CHECK(path_parse((const uint8_t *)deep, (AW_MAX_DEPTH)*2, &p, &e) == 0 && p.n == AW_MAX_DEPTH, "exactly max depth");
+  CHECK(walk_path_parse((const uint8_t *)deep, dl, &p, &e) < 0 && e.kind == AW_E_LIMIT, "too deep");
+  CHECK(walk_path_parse((const uint8_t *)deep, (AW_MAX_DEPTH)*2, &p, &e) == 0 && p.n == AW_MAX_DEPTH, "exactly max depth");
   /* AW_MAX_PATH bytes of single-letter components and separators */
   memset(big, '/', sizeof(big));
   for (size_t i = 0; i < AW_MAX_PATH; i += 16) big[i] = 'x';
-  CHECK(path_parse((const uint8_t *)big, AW_MAX_PATH, &p, &e) == 0, "max-length path with slashes");
+  CHECK(walk_path_parse((const uint8_t *)big, AW_MAX_PATH, &p, &e) == 0, "max-length path with slashes");
 
   snprintf(tmpdir, sizeof(tmpdir), "/tmp/agent-unit-XXXXXX");
   if (mkdtemp(tmpdir) == NULL) {
@@ -645,7 +645,7 @@ static void test_paths(void) {
   ln("file", "a/b/flink");
   ln("a", "dirlink");
   int wd = open(tmpdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  int have2 = openat2_probe();
+  int have2 = walk_openat2_probe();
   printf("openat2 %s\n", have2 ? "available" : "not available: the walk only");
   for (int use2 = 0; use2 <= have2; use2++) {
     const int R = O_RDONLY | O_NONBLOCK;
@@ -701,15 +701,15 @@ static void test_paths(void) {
 static void test_procfs(void) {
   proc_stat_t s;
   const char *l1 = "1234 (sh) S 1 1234 1234 0 -1 4194560 100 0 0 0";
-  CHECK(proc_stat_parse(l1, strlen(l1), &s) == 0 && s.pid == 1234 && s.state == 'S' && s.ppid == 1 && s.pgrp == 1234 &&
+  CHECK(procfs_stat_parse(l1, strlen(l1), &s) == 0 && s.pid == 1234 && s.state == 'S' && s.ppid == 1 && s.pgrp == 1234 &&
             s.session == 1234,
         "plain stat");
   const char *l2 = "77 (a) (b) Z 9 ) 5 6 7 8) R 3 4 5 6";
-  CHECK(proc_stat_parse(l2, strlen(l2), &s) == 0 && s.state == 'R' && s.ppid == 3 && s.pgrp == 4 && s.session == 5,
+  CHECK(procfs_stat_parse(l2, strlen(l2), &s) == 0 && s.state == 'R' && s.ppid == 3 && s.pgrp == 4 && s.session == 5,
         "comm with parentheses and spaces");
   const char *bad[] = {"", "x (a) S 1 2 3", "12 (a S 1 2 3", "12 (a) S", "12 (a) S 1 2", "12 (a) S x 2 3"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-    CHECK(proc_stat_parse(bad[i], strlen(bad[i]), &s) < 0, "bad stat %zu accepted", i);
+    CHECK(procfs_stat_parse(bad[i], strlen(bad[i]), &s) < 0, "bad stat %zu accepted", i);
 
   const char *tcp =
       "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
@@ -729,10 +729,10 @@ static void test_procfs(void) {
     int bad_splits = 0;
     for (size_t cut = 0; cut <= len; cut++) {
       tcp_scan_t ts;
-      tcp_scan_init(&ts, cases[c].port);
-      tcp_scan_feed(&ts, cases[c].text, cut);
-      tcp_scan_feed(&ts, cases[c].text + cut, len - cut);
-      tcp_scan_end(&ts);
+      procfs_tcp_scan_init(&ts, cases[c].port);
+      procfs_tcp_scan_feed(&ts, cases[c].text, cut);
+      procfs_tcp_scan_feed(&ts, cases[c].text + cut, len - cut);
+      procfs_tcp_scan_end(&ts);
       if (ts.found != cases[c].want) bad_splits++;
     }
     CHECK(bad_splits == 0, "tcp case %zu: %d split points disagree", c, bad_splits);
@@ -744,13 +744,13 @@ static void test_procfs(void) {
   big[biglen] = 0;
   strcat(big, " 0: 0100007F:1F90 00000000:0000 0A\n   1: 0100007F:0016 00000000:0000 0A\n");
   tcp_scan_t ts;
-  tcp_scan_init(&ts, 8080);
-  tcp_scan_feed(&ts, big, strlen(big));
-  tcp_scan_end(&ts);
+  procfs_tcp_scan_init(&ts, 8080);
+  procfs_tcp_scan_feed(&ts, big, strlen(big));
+  procfs_tcp_scan_end(&ts);
   CHECK(ts.found == 0, "the tail of an overlong line is not a line");
-  tcp_scan_init(&ts, 22);
-  tcp_scan_feed(&ts, big, strlen(big));
-  tcp_scan_end(&ts);
+  procfs_tcp_scan_init(&ts, 22);
+  procfs_tcp_scan_feed(&ts, big, strlen(big));
+  procfs_tcp_scan_end(&ts);
   CHECK(ts.found == 1, "the line after an overlong line");
   free(big);
 }
