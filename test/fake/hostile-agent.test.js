@@ -27,7 +27,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import { setImmediate as turn } from "node:timers/promises";
 import { HANG_MS, startFakeEngine, DockerSandboxClient, expectCode, mib } from "../helpers/fake-engine.js";
-import { serveHostileAgent, fakeAgentDir, agentEnc, memory, MAX_DATA, MAX_PAYLOAD } from "../helpers/hostile-agent.js";
+import { serveHostileAgent, fakeAgentDir, agentEnc, memory, memoryHeld, MAX_DATA, MAX_PAYLOAD } from "../helpers/hostile-agent.js";
 
 const T = { timeout: HANG_MS };
 const GiB = 1024 * 1024 * 1024;
@@ -58,7 +58,7 @@ function tracker() {
     maxRss: 0,
     maxExternal: 0,
     sample() {
-      const m = memory();
+      const m = memoryHeld(base, BOUND);
       t.maxRss = Math.max(t.maxRss, m.rss - base.rss);
       t.maxExternal = Math.max(t.maxExternal, m.external - base.external);
       return t.maxRss > BOUND || t.maxExternal > BOUND;

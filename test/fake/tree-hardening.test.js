@@ -298,15 +298,18 @@ test("an export held back by a slow consumer is not idle: a pause longer than id
     await res.write(chunked(tarEnd()));
     res.done();
   });
+  // The idle limit is wide enough that a busy machine's pause between two of the fake
+  // engine's writes never reaches it; the consumer's pauses are longer still.
+  const IDLE = 1500;
   let got = 0;
   await runtime.exportTree({ kind: "workspace" }, async (entry) => {
     if (entry.kind !== "file") return;
-    await sleep(1000); // the export is paused all this time
+    await sleep(IDLE * 2); // the export is paused all this time
     for await (const chunk of entry.bytes) {
       got += chunk.byteLength;
-      if (got === 8 * 1024 * 1024) await sleep(800);
+      if (got === 8 * 1024 * 1024) await sleep(IDLE * 1.5);
     }
-  }, { idleTimeoutMs: 300, quotas: { maxFileBytes: SIZE } });
+  }, { idleTimeoutMs: IDLE, quotas: { maxFileBytes: SIZE } });
   assert.equal(got, SIZE);
 });
 

@@ -22,6 +22,8 @@
 // `answerPings: false`; HOST_HELLO is accepted; requests without a handler never get a
 // reply (the "reply that never comes").
 import { spawn } from "node:child_process";
+import v8 from "node:v8";
+import vm from "node:vm";
 import { EventEmitter } from "node:events";
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -372,6 +374,21 @@ export function fakeAgentDir(t) {
 export function memory() {
   const m = process.memoryUsage();
   return { rss: m.rss, external: m.external };
+}
+
+v8.setFlagsFromString("--expose-gc");
+const collect = vm.runInNewContext("gc");
+
+/**
+ * Host memory held now: memory() as it is, or, when it is over `bound` above `base`, as it
+ * is once the garbage is collected. What the host holds is the bound's business; how
+ * soon V8 collects what it let go of depends on how busy the machine is.
+ */
+export function memoryHeld(base, bound) {
+  const m = memory();
+  if (m.rss - base.rss <= bound && m.external - base.external <= bound) return m;
+  collect();
+  return memory();
 }
 
 export { T, S, F_END, MAX_DATA, MAX_PAYLOAD };
