@@ -32,11 +32,11 @@ static void on_output(void *ud, const uint8_t *data, size_t len) {
   build_op_t *op = ud;
   if (!op_has_events(&op->op)) return;
   jsenv_t *js = op->op.js;
-  js_scope_t s;
-  if (js_enter(js, &s) != 0) return;
+  jsenv_scope_t s;
+  if (jsenv_enter(js, &s) != 0) return;
   napi_value argv[2] = {nu_string(js->env, "stdout"), nu_uint8array(js->env, data, len)};
   op_emit(&op->op, 2, argv); /* may cancel, and free, the op: nothing of it after this */
-  js_leave(js, &s);
+  jsenv_leave(js, &s);
 }
 
 static void on_done(void *ud, err_t *err, const char *image_id) {

@@ -736,7 +736,7 @@ static void create_cancel(op_t *o) {
 
 static napi_value create_result(op_t *o) {
   create_op_t *op = (create_op_t *)o;
-  return sandbox_to_js(o->js->env, op->sb);
+  return convert_sandbox(o->js->env, op->sb);
 }
 
 static void create_destroy(op_t *o) {

@@ -169,7 +169,7 @@ static int read_caps(napi_env env, napi_value arr, const char *name, char ***out
       }
     }
     if (rc != 0) break;
-    if (strlen(s) != len) nul_hit_note(hit, *count, NULL, c);
+    if (strlen(s) != len) args_nul_hit_note(hit, *count, NULL, c);
     lens[*count] = len;
     (*out)[(*count)++] = s;
   }
@@ -370,9 +370,9 @@ static int read_network(napi_env env, napi_value net, create_opts_t *o, err_t *e
 
 /* options.env, options.labels (none under anvia.sandbox.), options.user. */
 static int read_env_labels_user(napi_env env, napi_value options, create_opts_t *o, create_nuls_t *nuls, err_t *err) {
-  if (read_string_record(env, nu_get(env, options, "env"), "env", &o->env, &nuls->env, err)) return -1;
+  if (check_string_record(env, nu_get(env, options, "env"), "env", &o->env, &nuls->env, err)) return -1;
   if (check_env_not_reserved(&o->env, err)) return -1;
-  if (read_string_record(env, nu_get(env, options, "labels"), "labels", &o->labels, &nuls->labels, err)) return -1;
+  if (check_string_record(env, nu_get(env, options, "labels"), "labels", &o->labels, &nuls->labels, err)) return -1;
   for (size_t i = 0; i < o->labels.count; i++)
     if (strncmp(o->labels.items[i].key, LABEL_PREFIX, strlen(LABEL_PREFIX)) == 0)
       return err_type(err, "Docker label is reserved: %s", o->labels.items[i].key);
@@ -428,12 +428,12 @@ static int take_image_and_id(napi_env env, napi_value image, napi_value id, crea
  */
 static void note_run_args(napi_env env, const create_opts_t *o, create_nuls_t *nuls, argv_nul_t *n) {
   size_t pos = 8;
-  argv_nul_note_hit(env, n, pos + 2 * nuls->labels.index + 1, &nuls->labels);
+  args_argv_nul_note_hit(env, n, pos + 2 * nuls->labels.index + 1, &nuls->labels);
   pos += 2 * (o->labels.count + 11);
-  argv_nul_note_hit(env, n, pos + 2 * nuls->env.index + 1, &nuls->env);
+  args_argv_nul_note_hit(env, n, pos + 2 * nuls->env.index + 1, &nuls->env);
   pos += 2 * o->env.count;
   if (nuls->user) {
-    argv_nul_note(env, n, pos + 1, nuls->user);
+    args_argv_nul_note(env, n, pos + 1, nuls->user);
     pos += 2;
   }
   pos += o->net_bridge ? 2 * o->nports : 2;
@@ -441,9 +441,9 @@ static void note_run_args(napi_env env, const create_opts_t *o, create_nuls_t *n
   pos += o->readonly_rootfs ? 1 : 0;
   pos += o->no_new_privileges ? 2 : 0;
   pos += o->seccomp_path ? 2 : 0;
-  argv_nul_note_hit(env, n, pos + 2 * nuls->drop.index + 1, &nuls->drop);
+  args_argv_nul_note_hit(env, n, pos + 2 * nuls->drop.index + 1, &nuls->drop);
   pos += 2 * (o->cap_drop_given ? o->ncap_drop : 1);
-  argv_nul_note_hit(env, n, pos + 2 * nuls->add.index + 1, &nuls->add);
+  args_argv_nul_note_hit(env, n, pos + 2 * nuls->add.index + 1, &nuls->add);
 }
 
 /*
@@ -458,9 +458,9 @@ static int late_error(napi_env env, napi_value image, create_opts_t *o, create_n
                       err_t *err) {
   *out = NULL;
   argv_nul_t n = {0};
-  argv_nul_note(env, &n, 2, image);
+  args_argv_nul_note(env, &n, 2, image);
   if (n.found) {
-    *out = argv_nul_error(env, &n, err);
+    *out = args_argv_nul_error(env, &n, err);
     return *out ? 0 : -1;
   }
   size_t len = 0;
@@ -478,7 +478,7 @@ static int late_error(napi_env env, napi_value image, create_opts_t *o, create_n
   }
   note_run_args(env, o, nuls, &n);
   if (!n.found) return 0;
-  *out = argv_nul_error(env, &n, err);
+  *out = args_argv_nul_error(env, &n, err);
   return *out ? 0 : -1;
 }
 

@@ -608,7 +608,7 @@ static void fork_cancel(op_t *o) {
   if (steps_cancel(&op->st, changing)) begin_rollback(op);
 }
 
-static napi_value fork_result(op_t *o) { return sandbox_to_js(o->js->env, ((fork_op_t *)o)->fork); }
+static napi_value fork_result(op_t *o) { return convert_sandbox(o->js->env, ((fork_op_t *)o)->fork); }
 
 static void fork_destroy(op_t *o) {
   fork_op_t *op = (fork_op_t *)o;
@@ -643,7 +643,7 @@ static char *joined(const char *a, const char *b, const char *c) {
 static napi_value js_prepare_fork(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
   napi_value options;
-  sandbox_t *sb = sandbox_call(env, info, &options);
+  sandbox_t *sb = convert_sandbox_call(env, info, &options);
   if (sb == NULL) return NULL;
   err_t err;
   err_init(&err);
@@ -756,7 +756,7 @@ static const op_vtable_t image_vt = {.name = "removeOwnedImage",
 
 /* native.prepareRemoveOwnedImage(sandbox) -> token, or undefined when it owns none. */
 static napi_value js_prepare_remove_image(napi_env env, napi_callback_info info) {
-  sandbox_t *sb = sandbox_call(env, info, NULL);
+  sandbox_t *sb = convert_sandbox_call(env, info, NULL);
   if (sb == NULL) return NULL;
   if (sandbox_attached(sb, &IMAGE_KEY) == NULL) return nu_undefined(env);
   image_op_t *op = op_prepare(env, &image_vt, sizeof(*op), sb);

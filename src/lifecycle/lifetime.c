@@ -341,7 +341,7 @@ void activity_release(sandbox_t *sb) {
  * shim stops calling for one that has none). */
 static napi_value js_activity(napi_env env, napi_callback_info info) {
   napi_value delta_v;
-  sandbox_t *sb = sandbox_call(env, info, &delta_v);
+  sandbox_t *sb = convert_sandbox_call(env, info, &delta_v);
   if (sb == NULL) return NULL;
   tracker_t *t = tracker_of(sb);
   if (t == NULL) return nu_bool(env, 0);

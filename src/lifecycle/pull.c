@@ -122,8 +122,8 @@ static napi_value js_prepare_pull(napi_env env, napi_callback_info info) {
   if (op->ref == NULL) err_oom(&err);
   /* `docker pull <image>`: a NUL in the image was Node's TypeError for args[1]. */
   argv_nul_t nul = {0};
-  argv_nul_note(env, &nul, 1, image);
-  napi_value late = nul.found && !err_is_set(&err) ? argv_nul_error(env, &nul, &err) : NULL;
+  args_argv_nul_note(env, &nul, 1, image);
+  napi_value late = nul.found && !err_is_set(&err) ? args_argv_nul_error(env, &nul, &err) : NULL;
   if (late != NULL) op_fail_at_start(&op->op, late, &err);
   return op_prepared(&op->op, &err);
 }

@@ -88,7 +88,7 @@ static const op_vtable_t remove_vt = {.name = "sandboxLifecycle",
     .start = remove_start, .stop = remove_stop, .destroy = remove_destroy};
 
 static napi_value prepare(napi_env env, napi_callback_info info, remove_kind_t kind) {
-  sandbox_t *s = sandbox_call(env, info, NULL);
+  sandbox_t *s = convert_sandbox_call(env, info, NULL);
   if (s == NULL) return NULL;
   remove_op_t *op = op_prepare(env, &remove_vt, sizeof(*op), s);
   if (op == NULL) return NULL;
@@ -108,7 +108,7 @@ static napi_value js_prepare_remove_volume(napi_env env, napi_callback_info info
 
 /* native.sandboxOwnsVolume(sandbox) */
 static napi_value js_owns_volume(napi_env env, napi_callback_info info) {
-  sandbox_t *s = sandbox_call(env, info, NULL);
+  sandbox_t *s = convert_sandbox_call(env, info, NULL);
   if (s == NULL) return NULL;
   return nu_bool(env, s->owns_volume);
 }

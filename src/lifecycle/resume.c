@@ -275,7 +275,7 @@ static void resume_stop(op_t *o) {
   op->req = NULL;
 }
 
-static napi_value resume_result(op_t *o) { return sandbox_to_js(o->js->env, ((resume_op_t *)o)->sb); }
+static napi_value resume_result(op_t *o) { return convert_sandbox(o->js->env, ((resume_op_t *)o)->sb); }
 
 static void resume_destroy(op_t *o) {
   resume_op_t *op = (resume_op_t *)o;

@@ -196,7 +196,7 @@ static const op_vtable_t stats_vt = {.name = "stats",
 /* native.prepareStats(sandbox, options) */
 static napi_value js_prepare_stats(napi_env env, napi_callback_info info) {
   napi_value options;
-  sandbox_t *sb = sandbox_call(env, info, &options);
+  sandbox_t *sb = convert_sandbox_call(env, info, &options);
   if (sb == NULL) return NULL;
   err_t err;
   err_init(&err);

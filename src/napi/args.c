@@ -46,7 +46,7 @@ void args_string_array_free(char **list, size_t count) {
   free(list);
 }
 
-void nul_hit_note(nul_hit_t *hit, size_t index, napi_value key, napi_value value) {
+void args_nul_hit_note(nul_hit_t *hit, size_t index, napi_value key, napi_value value) {
   if (hit == NULL || (hit->found && hit->index <= index)) return;
   hit->found = 1;
   hit->index = index;
@@ -62,7 +62,7 @@ int args_has_nul(napi_env env, napi_value v) {
   return has;
 }
 
-void argv_nul_note(napi_env env, argv_nul_t *n, size_t pos, napi_value value) {
+void args_argv_nul_note(napi_env env, argv_nul_t *n, size_t pos, napi_value value) {
   if (value == NULL || (n->found && n->pos <= pos) || !args_has_nul(env, value)) return;
   n->found = 1;
   n->pos = pos;
@@ -87,7 +87,7 @@ static napi_value env_pair(napi_env env, napi_value key, napi_value value) {
   return pair;
 }
 
-void argv_nul_note_hit(napi_env env, argv_nul_t *n, size_t pos, const nul_hit_t *hit) {
+void args_argv_nul_note_hit(napi_env env, argv_nul_t *n, size_t pos, const nul_hit_t *hit) {
   if (!hit->found || (n->found && n->pos <= pos)) return;
   napi_value arg = hit->key ? env_pair(env, hit->key, hit->value) : hit->value;
   if (arg == NULL) return; /* out of memory: the pair is not made, nor the error */
@@ -96,7 +96,7 @@ void argv_nul_note_hit(napi_env env, argv_nul_t *n, size_t pos, const nul_hit_t 
   n->value = arg;
 }
 
-napi_value argv_nul_error(napi_env env, const argv_nul_t *n, err_t *err) {
+napi_value args_argv_nul_error(napi_env env, const argv_nul_t *n, err_t *err) {
   jsenv_t *js = jsenv_get(env);
   napi_value fn = NULL, result = NULL;
   if (js->null_byte_error) napi_get_reference_value(env, js->null_byte_error, &fn);
@@ -145,7 +145,7 @@ int args_string_array(napi_env env, napi_value v, char ***out, size_t *count, nu
       args_string_array_free(list, i);
       return err_oom(err);
     }
-    if (strlen(list[i]) != len) nul_hit_note(hit, i, NULL, item);
+    if (strlen(list[i]) != len) args_nul_hit_note(hit, i, NULL, item);
   }
   *out = list;
   *count = n;

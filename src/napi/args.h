@@ -35,7 +35,7 @@ typedef struct nul_hit {
   napi_value key;   /* a record entry's key (NULL for an array item) */
   napi_value value; /* the item, or the entry's value */
 } nul_hit_t;
-void nul_hit_note(nul_hit_t *hit, size_t index, napi_value key, napi_value value);
+void args_nul_hit_note(nul_hit_t *hit, size_t index, napi_value key, napi_value value);
 
 /* undefined (nothing) or an array of strings, copied; else "args must contain only
  * strings.". `hit` (optional) learns the first item holding a NUL byte. */
@@ -49,7 +49,7 @@ void args_string_array_free(char **list, size_t count);
  * same arguments reach the engine as JSON strings, where a NUL would cut them short, so
  * the same error is raised instead: an argv_nul_t finds the argument the original's
  * spawn would have stopped at (the lowest position holding a NUL) as the arguments are
- * read; argv_nul_error builds the error (lib/errors.js's nullByteArgumentError, handed to
+ * read; args_argv_nul_error builds the error (lib/errors.js's nullByteArgumentError, handed to
  * native.init), to be raised where the original raised it (op_fail_at_start).
  */
 typedef struct argv_nul {
@@ -58,11 +58,11 @@ typedef struct argv_nul {
   napi_value value; /* that argument, as a JavaScript string */
 } argv_nul_t;
 /* Keeps (pos, value) when value holds a NUL and comes before what was kept. */
-void argv_nul_note(napi_env env, argv_nul_t *n, size_t pos, napi_value value);
+void args_argv_nul_note(napi_env env, argv_nul_t *n, size_t pos, napi_value value);
 /* The same for a hit: its value, or `${key}=${value}` for a record entry, at `pos`. */
-void argv_nul_note_hit(napi_env env, argv_nul_t *n, size_t pos, const nul_hit_t *hit);
+void args_argv_nul_note_hit(napi_env env, argv_nul_t *n, size_t pos, const nul_hit_t *hit);
 /* Node's TypeError for n's argument; NULL (and err set) when out of memory. */
-napi_value argv_nul_error(napi_env env, const argv_nul_t *n, err_t *err);
+napi_value args_argv_nul_error(napi_env env, const argv_nul_t *n, err_t *err);
 /* Whether a JavaScript string holds a NUL (0 for any other value). */
 int args_has_nul(napi_env env, napi_value v);
 

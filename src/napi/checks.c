@@ -60,7 +60,7 @@ static size_t merged_place(const kv_list_t *base, const char *k, size_t *fresh) 
   return base->count + (*fresh)++;
 }
 
-int read_string_record(napi_env env, napi_value v, const char *name, kv_list_t *out, nul_hit_t *hit, err_t *err) {
+int check_string_record(napi_env env, napi_value v, const char *name, kv_list_t *out, nul_hit_t *hit, err_t *err) {
   memset(out, 0, sizeof(*out));
   if (nu_is_undefined(env, v)) return 0;
   if (!nu_is_record(env, v)) return err_type(err, "%s must be an object.", name);
@@ -95,7 +95,7 @@ int read_string_record(napi_env env, napi_value v, const char *name, kv_list_t *
     if (out->items[out->count - 1].value == NULL) goto oom;
     if (hit != NULL) {
       size_t place = hit->base ? merged_place(hit->base, k, &fresh) : i;
-      if (strlen(k) != klen || strlen(out->items[out->count - 1].value) != vlen) nul_hit_note(hit, place, key, item);
+      if (strlen(k) != klen || strlen(out->items[out->count - 1].value) != vlen) args_nul_hit_note(hit, place, key, item);
     }
   }
   return 0;

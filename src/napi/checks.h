@@ -19,7 +19,7 @@
 
 /* copyStringRecord(value, name): undefined -> empty. `hit` (optional) learns the first
  * entry holding a NUL byte in its key or value (napi/args.h). */
-int read_string_record(napi_env env, napi_value v, const char *name, kv_list_t *out, nul_hit_t *hit, err_t *err);
+int check_string_record(napi_env env, napi_value v, const char *name, kv_list_t *out, nul_hit_t *hit, err_t *err);
 /*
  * An env (exec's, startProcess's, createSandbox's) must not set ANVIA_SANDBOX_EXEC_ID
  * (EXEC_MARKER_ENV, engine/exec_task.h): every command runs with it set to its own id, and its

@@ -47,7 +47,7 @@ napi_value convert_error_value(jsenv_t *js, err_t *err) {
   napi_value ctor = NULL;
   if (js->error_ctor) napi_get_reference_value(env, js->error_ctor, &ctor);
   napi_value details = nu_undefined(env);
-  if (err->exec_details) details = exec_result_to_js(env, err->exec_details);
+  if (err->exec_details) details = convert_exec_result(env, err->exec_details);
   else if (err->details) details = nu_from_json(env, err->details);
   napi_value options = nu_undefined(env);
   if (err->cause) {
@@ -74,7 +74,7 @@ napi_value convert_throw_err(jsenv_t *js, err_t *err) {
   return NULL;
 }
 
-napi_value exec_result_to_js(napi_env env, exec_result_t *r) {
+napi_value convert_exec_result(napi_env env, exec_result_t *r) {
   napi_value o;
   napi_create_object(env, &o);
   napi_set_named_property(env, o, "stdout", nu_uint8array(env, r->out.bytes.data, r->out.bytes.len));
@@ -95,7 +95,7 @@ static napi_value opt_number(napi_env env, int has, uint64_t v) {
   return has ? nu_number(env, (double)v) : nu_null(env);
 }
 
-napi_value text_page_to_js(napi_env env, const text_page_t *page) {
+napi_value convert_text_page(napi_env env, const text_page_t *page) {
   napi_value o;
   NU_CALL(env, napi_create_object(env, &o));
   NU_CALL(env, napi_set_named_property(env, o, "content",
@@ -118,16 +118,16 @@ static void sandbox_finalize(napi_env env, void *data, void *hint) {
   sandbox_unref(data);
 }
 
-sandbox_t *sandbox_from_js(napi_env env, napi_value v) { return token_unwrap(env, v, TOKEN_SANDBOX); }
+sandbox_t *convert_sandbox_of(napi_env env, napi_value v) { return token_unwrap(env, v, TOKEN_SANDBOX); }
 
-sandbox_t *sandbox_call(napi_env env, napi_callback_info info, napi_value *options) {
+sandbox_t *convert_sandbox_call(napi_env env, napi_callback_info info, napi_value *options) {
   napi_value argv[2];
   if (nu_args(env, info, argv, 2) < 0) return NULL;
   if (options != NULL) *options = argv[1];
-  return sandbox_from_js(env, argv[0]);
+  return convert_sandbox_of(env, argv[0]);
 }
 
-napi_value published_port_to_js(napi_env env, int container_port, int host_port) {
+napi_value convert_published_port(napi_env env, int container_port, int host_port) {
   napi_value p;
   napi_create_object(env, &p);
   napi_set_named_property(env, p, "containerPort", nu_number(env, container_port));
@@ -137,7 +137,7 @@ napi_value published_port_to_js(napi_env env, int container_port, int host_port)
   return p;
 }
 
-napi_value sandbox_to_js(napi_env env, sandbox_t *s) {
+napi_value convert_sandbox(napi_env env, sandbox_t *s) {
   napi_value o, ext, ports;
   NU_CALL(env, napi_create_object(env, &o));
   sandbox_ref(s);
@@ -153,12 +153,12 @@ napi_value sandbox_to_js(napi_env env, sandbox_t *s) {
                           nu_string(env, s->container_runtime ? s->container_runtime : DEFAULT_CONTAINER_RUNTIME));
   napi_create_array_with_length(env, s->nports, &ports);
   for (size_t i = 0; i < s->nports; i++)
-    napi_set_element(env, ports, (uint32_t)i, published_port_to_js(env, s->ports[i].container_port, s->ports[i].host_port));
+    napi_set_element(env, ports, (uint32_t)i, convert_published_port(env, s->ports[i].container_port, s->ports[i].host_port));
   napi_set_named_property(env, o, "publishedPorts", ports);
   return o;
 }
 
-napi_value list_entries_to_js(napi_env env, const list_entries_t *entries) {
+napi_value convert_list_entries(napi_env env, const list_entries_t *entries) {
   napi_value arr;
   napi_create_array_with_length(env, entries->count, &arr);
   for (size_t i = 0; i < entries->count; i++) {

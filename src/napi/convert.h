@@ -23,19 +23,19 @@ napi_value convert_error_value(jsenv_t *js, err_t *err);
 /* Throws err as a JS exception and clears it; returns NULL for the caller to return. */
 napi_value convert_throw_err(jsenv_t *js, err_t *err);
 /* { stdout, stderr, durationMs, stdoutTruncated, stderrTruncated, status[, exitCode] } */
-napi_value exec_result_to_js(napi_env env, exec_result_t *r);
+napi_value convert_exec_result(napi_env env, exec_result_t *r);
 /* The object readTextFilePage resolves with. */
-napi_value text_page_to_js(napi_env env, const text_page_t *page);
+napi_value convert_text_page(napi_env env, const text_page_t *page);
 /* listFiles' result: [{ path, type, size? }] */
-napi_value list_entries_to_js(napi_env env, const list_entries_t *entries);
+napi_value convert_list_entries(napi_env env, const list_entries_t *entries);
 /* { containerPort, host: "127.0.0.1", hostPort, protocol: "tcp" } */
-napi_value published_port_to_js(napi_env env, int container_port, int host_port);
+napi_value convert_published_port(napi_env env, int container_port, int host_port);
 /* { sandbox: <token>, id, workdir, publishedPorts: [...] } for the JS handle. */
-napi_value sandbox_to_js(napi_env env, sandbox_t *s);
+napi_value convert_sandbox(napi_env env, sandbox_t *s);
 /* The sandbox behind a handle's token, or NULL with a TypeError pending. */
-sandbox_t *sandbox_from_js(napi_env env, napi_value v);
+sandbox_t *convert_sandbox_of(napi_env env, napi_value v);
 /* A call of (sandbox[, options]): the sandbox of its first argument and, when `options` is
  * not NULL, the second (undefined when not passed). NULL with an exception pending. */
-sandbox_t *sandbox_call(napi_env env, napi_callback_info info, napi_value *options);
+sandbox_t *convert_sandbox_call(napi_env env, napi_callback_info info, napi_value *options);
 
 #endif

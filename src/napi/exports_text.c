@@ -252,7 +252,7 @@ static napi_value js_text_page(napi_env env, napi_callback_info info) {
   if (arg_positive(env, argv[3], "maxBytes", &max_bytes) < 0) return NULL;
   text_page_t page;
   text_page(data, len, start_line, line_count, max_bytes, &page);
-  return text_page_to_js(env, &page);
+  return convert_text_page(env, &page);
 }
 
 static napi_value js_utf8_valid(napi_env env, napi_callback_info info) {

@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 
-int js_enter(jsenv_t *e, js_scope_t *s) {
+int jsenv_enter(jsenv_t *e, jsenv_scope_t *s) {
   s->ok = 0;
   if (e->closing) return -1;
   if (napi_open_handle_scope(e->env, &s->hs) != napi_ok) return -1;
@@ -19,7 +19,7 @@ int js_enter(jsenv_t *e, js_scope_t *s) {
   return 0;
 }
 
-void js_leave(jsenv_t *e, js_scope_t *s) {
+void jsenv_leave(jsenv_t *e, jsenv_scope_t *s) {
   if (!s->ok) return;
   napi_close_callback_scope(e->env, s->cs);
   napi_close_handle_scope(e->env, s->hs);

@@ -61,9 +61,9 @@ typedef struct js_scope {
   napi_handle_scope hs;
   napi_callback_scope cs;
   int ok;
-} js_scope_t;
+} jsenv_scope_t;
 
-int js_enter(jsenv_t *e, js_scope_t *s);
-void js_leave(jsenv_t *e, js_scope_t *s);
+int jsenv_enter(jsenv_t *e, jsenv_scope_t *s);
+void jsenv_leave(jsenv_t *e, jsenv_scope_t *s);
 
 #endif

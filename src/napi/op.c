@@ -172,8 +172,8 @@ static void settle_parent(op_t *parent, int ok, napi_value v) {
  */
 static void settle(op_t *op, int ok, napi_value (*build)(op_t *op), err_t *err, int use_reason) {
   jsenv_t *js = op->js;
-  js_scope_t s;
-  if (op->settled || op->teardown || js->closing || js_enter(js, &s) != 0) {
+  jsenv_scope_t s;
+  if (op->settled || op->teardown || js->closing || jsenv_enter(js, &s) != 0) {
     if (err) err_clear(err);
     return;
   }
@@ -202,7 +202,7 @@ static void settle(op_t *op, int ok, napi_value (*build)(op_t *op), err_t *err, 
   }
   op->settled = 1;
   int free_now = op->released;
-  js_leave(js, &s);
+  jsenv_leave(js, &s);
   if (free_now) op_free(op);
 }
 

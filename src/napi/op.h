@@ -131,7 +131,7 @@ void op_reject_build(op_t *op, napi_value (*build)(op_t *op));
 napi_value op_cancel_reason(op_t *op);
 /* 1 when someone listens to the op's events (its own callback, or its parent's). */
 int op_has_events(const op_t *op);
-/* Calls the op's event callback with argv (scope must be open: use js_enter). */
+/* Calls the op's event callback with argv (scope must be open: use jsenv_enter). */
 void op_emit(op_t *op, size_t argc, napi_value *argv);
 /* The op has nothing pending: frees it once settled (or at once when tearing down). */
 void op_release(op_t *op);

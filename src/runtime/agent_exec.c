@@ -69,11 +69,11 @@ static void emit_output(agent_exec_op_t *op, int stream, const uint8_t *data, si
   op_t *o = &op->base.op;
   if (!op_has_events(o) || len == 0) return;
   jsenv_t *js = o->js;
-  js_scope_t s;
-  if (js_enter(js, &s) != 0) return;
+  jsenv_scope_t s;
+  if (jsenv_enter(js, &s) != 0) return;
   napi_value argv[2] = {nu_string(js->env, stream == 2 ? "stderr" : "stdout"), nu_uint8array(js->env, data, len)};
   op_emit(o, 2, argv);
-  js_leave(js, &s);
+  jsenv_leave(js, &s);
 }
 
 static double elapsed_ms(agent_exec_op_t *op) { return (double)(uv_hrtime() - op->base.started_ns) / 1e6; }
@@ -304,7 +304,7 @@ static void control(op_t *o, int command) {
   }
 }
 
-static napi_value result(op_t *o) { return exec_result_to_js(o->js->env, ((agent_exec_op_t *)o)->result); }
+static napi_value result(op_t *o) { return convert_exec_result(o->js->env, ((agent_exec_op_t *)o)->result); }
 
 static void destroy(op_t *o) {
   agent_exec_op_t *op = (agent_exec_op_t *)o;

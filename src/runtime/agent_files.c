@@ -459,7 +459,7 @@ static op_t *list_fallback(agent_op_t *base, err_t *err) {
   return listing_engine_op(base->op.js, base->op.sb, op->path, err);
 }
 
-static napi_value list_result(op_t *o) { return list_entries_to_js(o->js->env, &((agent_list_op_t *)o)->entries); }
+static napi_value list_result(op_t *o) { return convert_list_entries(o->js->env, &((agent_list_op_t *)o)->entries); }
 
 static void list_destroy(op_t *o) {
   agent_list_op_t *op = (agent_list_op_t *)o;

@@ -71,7 +71,7 @@ static op_t *port_fallback(agent_op_t *base, err_t *err) {
 
 static napi_value port_result(op_t *o) {
   agent_port_op_t *op = (agent_port_op_t *)o;
-  return published_port_to_js(o->js->env, op->req.container_port, op->req.host_port);
+  return convert_published_port(o->js->env, op->req.container_port, op->req.host_port);
 }
 
 static void port_destroy(op_t *o) { agent_op_destroy((agent_op_t *)o); }

@@ -18,7 +18,7 @@ typedef struct call {
  * JavaScript exception pending. */
 static int read_call(napi_env env, napi_callback_info info, call_t *c) {
   if (nu_args(env, info, c->argv, RUNTIME_MAX_ARGS) < 0) return -1;
-  c->sb = sandbox_from_js(env, c->argv[0]);
+  c->sb = convert_sandbox_of(env, c->argv[0]);
   return c->sb == NULL ? -1 : 0;
 }
 

@@ -632,7 +632,7 @@ static napi_value js_text_file_page(napi_env env, napi_callback_info info) {
   size_t bom = utf8_bom_len(data, len);
   text_page_t page;
   text_page(data + bom, len - bom, (uint64_t)v[0], (uint64_t)v[1], (uint64_t)v[2], &page);
-  return text_page_to_js(env, &page);
+  return convert_text_page(env, &page);
 }
 
 void files_register(napi_env env, napi_value exports) {

@@ -83,7 +83,7 @@ static void port_stop(op_t *o) {
 
 static napi_value port_result(op_t *o) {
   port_op_t *op = (port_op_t *)o;
-  return published_port_to_js(o->js->env, op->container_port, op->host_port);
+  return convert_published_port(o->js->env, op->container_port, op->host_port);
 }
 
 static void port_destroy(op_t *o) {

@@ -40,7 +40,7 @@ int exec_spec_from_js(napi_env env, napi_value options, sandbox_t *sb, exec_spec
   if (args_string_array(env, nu_get(env, options, "args"), &args, &nargs, &args_nul, err)) return -1;
   napi_value cwd_v = nu_get(env, options, "cwd");
   if (!nu_is_undefined(env, cwd_v) && (cwd = args_sandbox_path(env, cwd_v, "cwd", 1, err)) == NULL) goto fail;
-  if (read_string_record(env, nu_get(env, options, "env"), "env", &envs, &env_nul, err) ||
+  if (check_string_record(env, nu_get(env, options, "env"), "env", &envs, &env_nul, err) ||
       check_env_not_reserved(&envs, err))
     goto fail;
   napi_value timeout = nu_get(env, options, "timeoutMs");
@@ -90,10 +90,10 @@ int exec_spec_from_js(napi_env env, napi_value options, sandbox_t *sb, exec_spec
     /* The original's execArgs: exec [-i] -w <dir> (-e K=V)* <container> <command> <args>. */
     argv_nul_t n = {0};
     size_t base = spec->has_input ? 4 : 3;
-    argv_nul_note_hit(env, &n, base + 2 * env_nul.index + 1, &env_nul);
-    argv_nul_note(env, &n, base + 2 * envs.count + 1, command);
-    argv_nul_note_hit(env, &n, base + 2 * envs.count + 2 + args_nul.index, &args_nul);
-    if (n.found && (*late = argv_nul_error(env, &n, err)) == NULL) goto fail;
+    args_argv_nul_note_hit(env, &n, base + 2 * env_nul.index + 1, &env_nul);
+    args_argv_nul_note(env, &n, base + 2 * envs.count + 1, command);
+    args_argv_nul_note_hit(env, &n, base + 2 * envs.count + 2 + args_nul.index, &args_nul);
+    if (n.found && (*late = args_argv_nul_error(env, &n, err)) == NULL) goto fail;
   }
   free(cwd);
   kv_list_free(&envs);
@@ -113,11 +113,11 @@ static void on_output(void *ud, int stream, const uint8_t *data, size_t len) {
   exec_op_t *op = ud;
   if (!op_has_events(&op->op)) return;
   jsenv_t *js = op->op.js;
-  js_scope_t s;
-  if (js_enter(js, &s) != 0) return;
+  jsenv_scope_t s;
+  if (jsenv_enter(js, &s) != 0) return;
   napi_value argv[2] = {nu_string(js->env, stream == 2 ? "stderr" : "stdout"), nu_uint8array(js->env, data, len)};
   op_emit(&op->op, 2, argv);
-  js_leave(js, &s);
+  jsenv_leave(js, &s);
 }
 
 static void on_done(void *ud, exec_result_t *result, err_t *err) {
@@ -149,7 +149,7 @@ static void exec_control(op_t *o, int command) {
   else exec_task_resume(op->task);
 }
 
-static napi_value exec_result_value(op_t *o) { return exec_result_to_js(o->js->env, ((exec_op_t *)o)->result); }
+static napi_value exec_result_value(op_t *o) { return convert_exec_result(o->js->env, ((exec_op_t *)o)->result); }
 
 static void exec_destroy(op_t *o) {
   exec_op_t *op = (exec_op_t *)o;

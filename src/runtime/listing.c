@@ -109,7 +109,7 @@ static void list_stop(op_t *o) {
   op->task = NULL;
 }
 
-static napi_value list_result(op_t *o) { return list_entries_to_js(o->js->env, &((list_op_t *)o)->entries); }
+static napi_value list_result(op_t *o) { return convert_list_entries(o->js->env, &((list_op_t *)o)->entries); }
 
 static void list_destroy(op_t *o) {
   list_op_t *op = (list_op_t *)o;

@@ -330,12 +330,12 @@ static int launch_nul_error(napi_env env, sandbox_t *sb, napi_value command, con
     merged += !overrides;
   }
   argv_nul_t n = {0};
-  argv_nul_note_hit(env, &n, 4 + 2 * env_nul->index + 1, env_nul);
+  args_argv_nul_note_hit(env, &n, 4 + 2 * env_nul->index + 1, env_nul);
   size_t command_pos = 4 + 2 * merged + 1 + LAUNCH_FIXED_ARGS;
-  argv_nul_note(env, &n, command_pos, command);
-  argv_nul_note_hit(env, &n, command_pos + 1 + args_nul->index, args_nul);
+  args_argv_nul_note(env, &n, command_pos, command);
+  args_argv_nul_note_hit(env, &n, command_pos + 1 + args_nul->index, args_nul);
   if (!n.found) return 0;
-  *late = argv_nul_error(env, &n, err);
+  *late = args_argv_nul_error(env, &n, err);
   return *late ? 0 : -1;
 }
 
@@ -360,7 +360,7 @@ int proc_start_req_from_js(napi_env env, sandbox_t *sb, napi_value options, proc
   if (check_nonempty_string(env, command, "command", err) ||
       args_string_array(env, nu_get(env, options, "args"), &req->args, &req->nargs, &args_nul, err) ||
       (!nu_is_undefined(env, cwd) && (cwd_norm = args_sandbox_path(env, cwd, "cwd", 1, err)) == NULL) ||
-      read_string_record(env, nu_get(env, options, "env"), "env", &req->env, &env_nul, err) ||
+      check_string_record(env, nu_get(env, options, "env"), "env", &req->env, &env_nul, err) ||
       check_env_not_reserved(&req->env, err) ||
       launch_nul_error(env, sb, command, &req->env, &args_nul, &env_nul, late, err))
     goto fail;

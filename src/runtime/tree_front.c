@@ -197,11 +197,11 @@ static void on_drain_timer(void *ud) {
   t->drain_scheduled = 0;
   if (!t->want_drain || t->state != T_RUNNING) return;
   t->want_drain = 0;
-  js_scope_t s;
-  if (js_enter(t->op.js, &s) != 0) return;
+  jsenv_scope_t s;
+  if (jsenv_enter(t->op.js, &s) != 0) return;
   napi_value argv[1] = {nu_string(t->op.js->env, "drain")};
   op_emit(&t->op, 1, argv);
-  js_leave(t->op.js, &s);
+  jsenv_leave(t->op.js, &s);
 }
 
 void tree_import_drained(tree_import_t *t) {
@@ -631,8 +631,8 @@ static void on_flush(void *ud) {
   op_t *o = &x->op;
   if (o->settled) return;
   jsenv_t *js = o->js;
-  js_scope_t s;
-  if (js_enter(js, &s) != 0) return;
+  jsenv_scope_t s;
+  if (jsenv_enter(js, &s) != 0) return;
   napi_env env = js->env;
   x->flushing = 1;
   while (x->head != NULL && !o->settled && !o->cancelled) {
@@ -665,7 +665,7 @@ static void on_flush(void *ud) {
   }
   x->flushing = 0;
   if (o->cancelled) {
-    js_leave(js, &s);
+    jsenv_leave(js, &s);
     if (!o->teardown) op_release(o);
     return;
   }
@@ -677,7 +677,7 @@ static void on_flush(void *ud) {
       x->backend->resume(x);
     }
   }
-  js_leave(js, &s);
+  jsenv_leave(js, &s);
 }
 
 static int enqueue(tree_export_t *x, tree_event_t *e, err_t *err) {
