@@ -783,15 +783,7 @@ static void on_created(http_req_t *req, void *ud) {
   c->req = NULL;
   err_t err;
   err_init(&err);
-  json_t *j = NULL;
-  if (!http_req_ok(req)) {
-    http_req_error(req, &err);
-  } else if ((j = http_req_json(req, &err)) != NULL) {
-    json_t *id = json_object_get(j, "Id");
-    if (json_is_string(id)) c->exec_id = strdup(json_string_value(id));
-    if (c->exec_id == NULL) err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Docker engine returned no exec id.");
-  }
-  json_decref(j);
+  c->exec_id = http_req_reply_id(req, "Docker engine returned no exec id.", &err);
   http_req_free(req);
   if (err_is_set(&err)) {
     conn_fail(c, &err, 0);

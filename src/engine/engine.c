@@ -698,3 +698,18 @@ json_t *http_req_json(const http_req_t *r, err_t *err) {
   }
   return j;
 }
+
+char *http_req_reply_id(const http_req_t *r, const char *missing, err_t *err) {
+  if (!http_req_ok(r)) {
+    http_req_error(r, err);
+    return NULL;
+  }
+  json_t *j = http_req_json(r, err);
+  if (j == NULL) return NULL;
+  json_t *id = json_object_get(j, "Id");
+  char *out = NULL;
+  if (!json_is_string(id) || json_string_length(id) == 0) err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "%s", missing);
+  else if ((out = strdup(json_string_value(id))) == NULL) err_oom(err);
+  json_decref(j);
+  return out;
+}

@@ -216,6 +216,12 @@ char *http_req_engine_message(const http_req_t *r);
 /* Parses the response body; sets a docker_command_failed error on malformed JSON. */
 json_t *http_req_json(const http_req_t *r, err_t *err);
 /*
+ * The "Id" of a finished create's reply (an exec's, a commit's): a copy, or NULL with err
+ * set: the request's own failure, a reply that is not JSON, `missing` (the message of a
+ * docker_command_failed error) when it has no non-empty Id string, or out of memory.
+ */
+char *http_req_reply_id(const http_req_t *r, const char *missing, err_t *err);
+/*
  * Percent-escapes one path segment or query value: every byte outside RFC 3986's
  * unreserved set (A-Z a-z 0-9 - . _ ~) is escaped, "/" included, and so are the dots of
  * "." and "..", so the result is always exactly one segment that libcurl cannot collapse

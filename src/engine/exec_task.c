@@ -410,17 +410,8 @@ static void on_created(http_req_t *req, void *ud) {
   t->req = NULL;
   err_t err;
   err_init(&err);
-  json_t *j = NULL;
-  if (!http_req_ok(req)) {
-    http_req_error(req, &err);
-  } else if ((j = http_req_json(req, &err)) != NULL) {
-    json_t *id = json_object_get(j, "Id");
-    if (!json_is_string(id)) err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Docker engine returned no exec id.");
-    else t->exec_id = strdup(json_string_value(id));
-  }
-  json_decref(j);
+  t->exec_id = http_req_reply_id(req, "Docker engine returned no exec id.", &err);
   http_req_free(req);
-  if (!err_is_set(&err) && t->exec_id == NULL) err_oom(&err);
   if (!err_is_set(&err)) {
     t->state = T_STREAM;
     t->hj = hijack_start(t->eng, t->exec_id, &stream_cbs, t, &err);

@@ -479,11 +479,11 @@ static void on_resp(http_req_t *req, void *ud) {
   if (op->st.rollback_when_answered) {
     if (op->step == F_PAUSE && http_req_ok(req)) op->paused = 1;
     if (op->step == F_COMMIT && http_req_ok(req)) {
-      json_t *j = http_req_json(req, &op->st.err);
-      json_t *id = json_object_get(j, "Id");
-      if (json_is_string(id)) op->image = strdup(json_string_value(id));
-      json_decref(j);
-      err_clear(&op->st.err);
+      /* The image the rollback must remove, if the reply names one. */
+      err_t ignored;
+      err_init(&ignored);
+      op->image = http_req_reply_id(req, "", &ignored);
+      err_clear(&ignored);
     }
     if (op->step == F_UNPAUSE) op->unpaused = 1;
     if (op->step == F_HELPER_REMOVE && (http_req_ok(req) || http_req_not_found(req))) op->helper_removed = 1;
@@ -513,16 +513,7 @@ static void on_resp(http_req_t *req, void *ud) {
       else http_req_error(req, &err);
       break;
     case F_COMMIT:
-      if (!ok) {
-        http_req_error(req, &err);
-      } else {
-        json_t *j = http_req_json(req, &err);
-        json_t *id = json_object_get(j, "Id");
-        if (json_is_string(id) && json_string_length(id) > 0) op->image = strdup(json_string_value(id));
-        else if (!err_is_set(&err)) err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Docker returned no image for the fork.");
-        if (j != NULL && op->image == NULL && !err_is_set(&err)) err_oom(&err);
-        json_decref(j);
-      }
+      op->image = http_req_reply_id(req, "Docker returned no image for the fork.", &err);
       break;
     case F_HELPER_WAIT:
       if (!ok) {

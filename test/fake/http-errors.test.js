@@ -125,6 +125,13 @@ test("exec create with a JSON reply that has no Id", T, async (t) => {
   await expectCode(runtime.exec({ command: "echo" }), "docker_command_failed", /no exec id/);
 });
 
+test("exec create with an empty Id: no exec is started with it", T, async (t) => {
+  const { fake, runtime } = await fakeSandbox(t);
+  fake.route("POST", "/containers/:name/exec", { status: 201, json: { Id: "" } });
+  await expectCode(runtime.exec({ command: "echo" }), "docker_command_failed", /no exec id/);
+  assert.equal(fake.requests.filter((r) => r.path.startsWith("/exec/")).length, 0);
+});
+
 test("container inspect on resume with malformed JSON", T, async (t) => {
   const fake = await startFakeEngine();
   t.after(() => fake.close());
