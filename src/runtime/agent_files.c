@@ -98,9 +98,7 @@ static void read_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
 
 static void read_run(agent_op_t *base, agent_conn_t *c) {
   agent_read_op_t *op = (agent_read_op_t *)base;
-  agent_msg_t m;
-  memset(&m, 0, sizeof(m));
-  m.type = AW_T_READ;
+  agent_msg_t m = {.type = AW_T_READ};
   m.u.read.max_bytes = op->max;
   /* The whole file may come at once: it is held in memory anyway, up to the bound. */
   m.u.read.window = op->max + 1 < AW_MAX_WINDOW ? (uint32_t)(op->max + 1) : AW_MAX_WINDOW;
@@ -207,9 +205,7 @@ static void write_run(agent_op_t *base, agent_conn_t *c) {
   agent_write_op_t *op = (agent_write_op_t *)base;
   err_t err;
   err_init(&err);
-  agent_msg_t m;
-  memset(&m, 0, sizeof(m));
-  m.type = AW_T_WRITE;
+  agent_msg_t m = {.type = AW_T_WRITE};
   m.u.write.length = op->req.len;
   m.u.write.mode = 0644;
   m.u.write.path = (aw_bytes_t){(const uint8_t *)op->req.path, (uint32_t)strlen(op->req.path)};
@@ -441,9 +437,7 @@ static void on_list_deadline(void *ud) {
 
 static void list_run(agent_op_t *base, agent_conn_t *c) {
   agent_list_op_t *op = (agent_list_op_t *)base;
-  agent_msg_t m;
-  memset(&m, 0, sizeof(m));
-  m.type = AW_T_LIST;
+  agent_msg_t m = {.type = AW_T_LIST};
   m.u.list.max_entries = LIST_MAX_ENTRIES;
   m.u.list.window = LIST_WINDOW;
   const char *path = strcmp(op->path, ".") == 0 ? "" : op->path;

@@ -53,9 +53,7 @@ static uint32_t bounded_ms(int64_t ms) {
 
 static void port_run(agent_op_t *base, agent_conn_t *c) {
   agent_port_op_t *op = (agent_port_op_t *)base;
-  agent_msg_t m;
-  memset(&m, 0, sizeof(m));
-  m.type = AW_T_PORT_WAIT;
+  agent_msg_t m = {.type = AW_T_PORT_WAIT};
   m.u.port.port = (uint16_t)op->req.container_port;
   m.u.port.flags = AW_PORT_V4 | AW_PORT_V6;
   m.u.port.timeout_ms = bounded_ms(op->req.timeout_ms);
