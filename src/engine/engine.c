@@ -650,15 +650,15 @@ static int is_connect_failure(CURLcode c) {
 }
 
 int http_req_error(const http_req_t *r, err_t *err) {
-  if (err_is_set(&r->core.pre_err)) return err_copy(err, &r->core.pre_err);
-  engine_t *e = r->core.eng;
-  if (r->core.curl_result != CURLE_OK && !r->resp_too_large && engine_link_failure(e, &r->link, err)) return -1;
-  if (r->core.curl_result != CURLE_OK)
-    return engine_curl_error(e, r->core.method, r->core.path, r->core.curl_result, r->core.status, r->core.errbuf, r->resp_too_large,
+  const req_core_t *q = &r->core;
+  if (err_is_set(&q->pre_err)) return err_copy(err, &q->pre_err);
+  if (q->curl_result != CURLE_OK && !r->resp_too_large && engine_link_failure(q->eng, &r->link, err)) return -1;
+  if (q->curl_result != CURLE_OK)
+    return engine_curl_error(q->eng, q->method, q->path, q->curl_result, q->status, q->errbuf, r->resp_too_large,
                              r->resp.limit, err);
-  if (r->core.status >= 200 && r->core.status < 300) return 0;
+  if (q->status >= 200 && q->status < 300) return 0;
   char *msg = http_req_engine_message(r);
-  engine_status_error(r->core.method, r->core.path, r->core.status, msg, err);
+  engine_status_error(q->method, q->path, q->status, msg, err);
   free(msg);
   return -1;
 }

@@ -53,13 +53,12 @@ stream_req_t *stream_req_new(engine_t *e, const char *method, const char *path_f
   return r;
 }
 
-
 int stream_req_set_body(stream_req_t *r, const char *content_type) {
   char header[128];
   snprintf(header, sizeof(header), "Content-Type: %s", content_type);
   r->upload = 1;
-  if (req_core_add_header(&r->core, header) != 0 || req_core_add_header(&r->core, "Transfer-Encoding: chunked") != 0) return -1;
-  return 0;
+  if (req_core_add_header(&r->core, header) != 0) return -1;
+  return req_core_add_header(&r->core, "Transfer-Encoding: chunked");
 }
 
 /* ---- libcurl callbacks: no libcurl call, no JavaScript ---- */

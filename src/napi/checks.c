@@ -95,7 +95,8 @@ int check_string_record(napi_env env, napi_value v, const char *name, kv_list_t 
     if (out->items[out->count - 1].value == NULL) goto oom;
     if (hit != NULL) {
       size_t place = hit->base ? merged_place(hit->base, k, &fresh) : i;
-      if (strlen(k) != klen || strlen(out->items[out->count - 1].value) != vlen) args_nul_hit_note(hit, place, key, item);
+      if (strlen(k) != klen || strlen(out->items[out->count - 1].value) != vlen)
+        args_nul_hit_note(hit, place, key, item);
     }
   }
   return 0;

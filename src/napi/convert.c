@@ -152,8 +152,10 @@ napi_value convert_sandbox(napi_env env, sandbox_t *s) {
   napi_set_named_property(env, o, "containerRuntime",
                           nu_string(env, s->container_runtime ? s->container_runtime : DEFAULT_CONTAINER_RUNTIME));
   napi_create_array_with_length(env, s->nports, &ports);
-  for (size_t i = 0; i < s->nports; i++)
-    napi_set_element(env, ports, (uint32_t)i, convert_published_port(env, s->ports[i].container_port, s->ports[i].host_port));
+  for (size_t i = 0; i < s->nports; i++) {
+    napi_value p = convert_published_port(env, s->ports[i].container_port, s->ports[i].host_port);
+    napi_set_element(env, ports, (uint32_t)i, p);
+  }
   napi_set_named_property(env, o, "publishedPorts", ports);
   return o;
 }

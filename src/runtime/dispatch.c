@@ -26,7 +26,7 @@ static int read_call(napi_env env, napi_callback_info info, call_t *c) {
   static napi_value js_##field(napi_env env, napi_callback_info info) { \
     call_t c;                                                         \
     if (read_call(env, info, &c) != 0) return NULL;                   \
-    return transport_table(c.sb)->field(env, c.sb, c.argv);   \
+    return transport_table(c.sb)->field(env, c.sb, c.argv);           \
   }
 
 ENTRY(exec)
