@@ -74,6 +74,18 @@ napi_value convert_throw_err(jsenv_t *js, err_t *err) {
   return NULL;
 }
 
+napi_value convert_bytes(jsenv_t *js, buf_t *b) {
+  size_t len = 0;
+  uint8_t *data = (uint8_t *)buf_steal(b, &len);
+  if (data == NULL) {
+    err_t err;
+    err_init(&err);
+    err_oom(&err);
+    return convert_throw_err(js, &err);
+  }
+  return nu_uint8array_take(js->env, data, len);
+}
+
 napi_value convert_exec_result(napi_env env, exec_result_t *r) {
   napi_value o;
   napi_create_object(env, &o);

@@ -11,6 +11,7 @@
 
 #include <node_api.h>
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "base/exec_result.h"
 #include "codec/findparse.h"
@@ -23,6 +24,9 @@ napi_value convert_error_value(jsenv_t *js, err_t *err);
 /* Throws err as a JS exception and clears it; returns NULL for the caller to return. */
 napi_value convert_throw_err(jsenv_t *js, err_t *err);
 /* { stdout, stderr, durationMs, stdoutTruncated, stderrTruncated, status[, exitCode] } */
+/* A Uint8Array of b's bytes, taken without a copy (b is left empty): NULL with the
+ * out-of-memory error thrown when b cannot give them up, so no byte is lost unsaid. */
+napi_value convert_bytes(jsenv_t *js, buf_t *b);
 napi_value convert_exec_result(napi_env env, exec_result_t *r);
 /* The object readTextFilePage resolves with. */
 napi_value convert_text_page(napi_env env, const text_page_t *page);

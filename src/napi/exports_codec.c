@@ -200,14 +200,7 @@ static napi_value js_tar_build(napi_env env, napi_callback_info info) {
     convert_throw_err(jsenv_get(env), &err);
     goto done;
   }
-  size_t len = out.len;
-  uint8_t *bytes = (uint8_t *)buf_steal(&out, NULL);
-  if (bytes == NULL) {
-    err_oom(&err);
-    convert_throw_err(jsenv_get(env), &err);
-    goto done;
-  }
-  ret = nu_uint8array_take(env, bytes, len);
+  ret = convert_bytes(jsenv_get(env), &out);
 done:
   if (specs)
     for (uint32_t i = 0; i < n; i++) free((char *)specs[i].path);
@@ -280,14 +273,7 @@ static napi_value js_tar_read_file(napi_env env, napi_callback_info info) {
     convert_throw_err(jsenv_get(env), &err);
     goto done;
   }
-  size_t n = out.len;
-  uint8_t *bytes = (uint8_t *)buf_steal(&out, NULL);
-  if (bytes == NULL) {
-    err_oom(&err);
-    convert_throw_err(jsenv_get(env), &err);
-    goto done;
-  }
-  ret = nu_uint8array_take(env, bytes, n);
+  ret = convert_bytes(jsenv_get(env), &out);
 done:
   free(name);
   free(display);

@@ -114,10 +114,7 @@ static op_t *read_fallback(agent_op_t *base, err_t *err) {
 }
 
 static napi_value read_result(op_t *o) {
-  agent_read_op_t *op = (agent_read_op_t *)o;
-  size_t len = 0;
-  uint8_t *data = (uint8_t *)buf_steal(&op->bytes, &len);
-  return nu_uint8array_take(o->js->env, data, len);
+  return convert_bytes(o->js, &((agent_read_op_t *)o)->bytes);
 }
 
 static void read_destroy(op_t *o) {

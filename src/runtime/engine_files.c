@@ -514,10 +514,7 @@ static void read_stop(op_t *o) {
 }
 
 static napi_value read_result(op_t *o) {
-  read_op_t *op = (read_op_t *)o;
-  size_t len = 0;
-  uint8_t *data = (uint8_t *)buf_steal(&op->file, &len);
-  return nu_uint8array_take(o->js->env, data, len);
+  return convert_bytes(o->js, &((read_op_t *)o)->file);
 }
 
 static void read_destroy(op_t *o) {

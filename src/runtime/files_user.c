@@ -156,9 +156,7 @@ static void user_stop(op_t *o) {
 static napi_value user_result(op_t *o) {
   user_file_op_t *op = (user_file_op_t *)o;
   if (op->write || op->result == NULL) return nu_undefined(o->js->env);
-  size_t len = 0;
-  uint8_t *data = (uint8_t *)buf_steal(&op->result->out.bytes, &len);
-  return nu_uint8array_take(o->js->env, data, len);
+  return convert_bytes(o->js, &op->result->out.bytes);
 }
 
 static void user_destroy(op_t *o) {
