@@ -22,8 +22,6 @@ static void client_finalize(napi_env env, void *data, void *hint) {
   free(c);
 }
 
-static client_t *client_from_js(napi_env env, napi_value v) { return token_unwrap(env, v, TOKEN_CLIENT); }
-
 /* options.transport, else ANVIA_SANDBOX_TRANSPORT, else "auto". 0, or -1 with a
  * TypeError in err. */
 static int read_transport(napi_env env, napi_value options, int *out, err_t *err) {
@@ -53,10 +51,7 @@ static int read_transport(napi_env env, napi_value options, int *out, err_t *err
 }
 
 client_t *client_call(napi_env env, napi_callback_info info, napi_value *options) {
-  napi_value argv[2];
-  if (nu_args(env, info, argv, 2) < 0) return NULL;
-  if (options != NULL) *options = argv[1];
-  return client_from_js(env, argv[0]);
+  return token_call(env, info, TOKEN_CLIENT, options);
 }
 
 /* native.clientNew(options): validates as the original's constructor, plus `host` and

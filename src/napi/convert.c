@@ -133,10 +133,7 @@ static void sandbox_finalize(napi_env env, void *data, void *hint) {
 sandbox_t *convert_sandbox_of(napi_env env, napi_value v) { return token_unwrap(env, v, TOKEN_SANDBOX); }
 
 sandbox_t *convert_sandbox_call(napi_env env, napi_callback_info info, napi_value *options) {
-  napi_value argv[2];
-  if (nu_args(env, info, argv, 2) < 0) return NULL;
-  if (options != NULL) *options = argv[1];
-  return convert_sandbox_of(env, argv[0]);
+  return token_call(env, info, TOKEN_SANDBOX, options);
 }
 
 napi_value convert_published_port(napi_env env, int container_port, int host_port) {

@@ -275,17 +275,16 @@ static void op_teardown_all(jsenv_t *js) {
 }
 
 static napi_value op_js_start(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
-  if (nu_args(env, info, argv, 2) < 0) return NULL;
-  op_handle_t *h = token_unwrap(env, argv[0], TOKEN_OP);
+  napi_value on_event;
+  op_handle_t *h = token_call(env, info, TOKEN_OP, &on_event);
   if (h == NULL) return NULL; /* TypeError thrown */
   op_t *op = h->op;
   if (op == NULL || op->started) {
     napi_throw_error(env, NULL, "Operation token is not valid.");
     return NULL;
   }
-  if (nu_typeof(env, argv[1]) == napi_function) {
-    NU_CALL(env, napi_create_reference(env, argv[1], 1, &op->on_event));
+  if (nu_typeof(env, on_event) == napi_function) {
+    NU_CALL(env, napi_create_reference(env, on_event, 1, &op->on_event));
   }
   napi_value promise;
   NU_CALL(env, napi_create_promise(env, &op->deferred, &promise));
@@ -323,15 +322,14 @@ static napi_value op_js_cancel(napi_env env, napi_callback_info info) {
 }
 
 static napi_value op_js_control(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
-  if (nu_args(env, info, argv, 2) < 0) return NULL;
-  op_handle_t *h = token_unwrap(env, argv[0], TOKEN_OP);
+  napi_value command_v;
+  op_handle_t *h = token_call(env, info, TOKEN_OP, &command_v);
   if (h == NULL) return NULL; /* TypeError thrown */
   op_t *op = h->op;
   int64_t command = 0;
   if (op != NULL && op->delegate != NULL) op = op->delegate;
   if (op == NULL || !op->started || op->settled || op->cancelled || op->vt->control == NULL) return nu_undefined(env);
-  nu_safe_integer(env, argv[1], &command);
+  nu_safe_integer(env, command_v, &command);
   op->vt->control(op, (int)command);
   return nu_undefined(env);
 }

@@ -3,6 +3,8 @@
  */
 #include "napi/token.h"
 
+#include "napi/values.h"
+
 /* One random 128-bit tag per kind (fixed: tags only need to differ from each other and
  * from other addons' tags). */
 static const napi_type_tag TAGS[TOKEN_KINDS] = {
@@ -36,4 +38,11 @@ void *token_unwrap(napi_env env, napi_value value, token_kind_t kind) {
     return ptr;
   napi_throw_type_error(env, NULL, EXPECTED[kind]);
   return NULL;
+}
+
+void *token_call(napi_env env, napi_callback_info info, token_kind_t kind, napi_value *options) {
+  napi_value argv[2];
+  if (nu_args(env, info, argv, 2) < 0) return NULL;
+  if (options != NULL) *options = argv[1];
+  return token_unwrap(env, argv[0], kind);
 }

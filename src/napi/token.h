@@ -18,5 +18,9 @@ typedef enum token_kind { TOKEN_CLIENT = 0, TOKEN_SANDBOX, TOKEN_OP, TOKEN_KINDS
 napi_value token_wrap(napi_env env, token_kind_t kind, void *ptr, napi_finalize finalize);
 /* The pointer in a token of `kind`, or NULL with a TypeError pending ("Expected a ..."). */
 void *token_unwrap(napi_env env, napi_value value, token_kind_t kind);
+/* A call of (token[, options]): the pointer in its first argument's token of `kind` and,
+ * when `options` is not NULL, its second argument (undefined when not passed). NULL with
+ * an exception pending. */
+void *token_call(napi_env env, napi_callback_info info, token_kind_t kind, napi_value *options);
 
 #endif
