@@ -107,13 +107,21 @@ for (const runtime of ["runsc", "crun"]) {
       await rt.waitForPort({ port: 8080, timeoutMs: 60_000 }).then(
         () => {},
         (e) => {
-          // A sandbox without published ports has nothing to hand back; what matters is
-          // that the wait saw the port open inside rather than timing out.
+          // A sandbox without published ports has nothing to hand back: the wait refuses
+          // (the port is not published) without waiting, and never as a timeout.
           assert.ok(e instanceof DockerSandboxError, String(e));
           assert.notEqual(e.code, "timeout", e.message);
         },
       );
-      const fetched = await rt.exec({ command: "busybox", args: ["wget", "-q", "-O", "-", "http://127.0.0.1:8080/hello.txt"] });
+      // Without a published port, waitForPort refuses before it waits (the port is not
+      // published), so the server may not be listening yet: ask until it answers.
+      const fetch = () => rt.exec({ command: "busybox", args: ["wget", "-q", "-O", "-", "http://127.0.0.1:8080/hello.txt"] });
+      let fetched = await fetch();
+      for (let tries = 0; fetched.exitCode !== 0 && tries < 600; tries++) {
+        await sleep(100);
+        fetched = await fetch();
+      }
+      assert.equal(fetched.exitCode, 0, text(fetched.stderr));
       assert.equal(text(fetched.stdout), `under ${runtime}\n`);
       while (!text((await rt.readProcessLogs({ processId: worker.id })).stdout).includes("started")) await sleep(100);
       assert.ok((await rt.listProcesses()).some((p) => p.id === server.id && p.status === "running"));
