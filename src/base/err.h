@@ -44,6 +44,8 @@ typedef struct err {
   char *cause;                       /* optional, owned: message of an Error used as cause */
 } err_t;
 
+/* An empty record: `err_t err = ERR_INIT;` declares one, err_init empties one in place. */
+#define ERR_INIT {.kind = ERRK_NONE}
 void err_init(err_t *e);
 void err_clear(err_t *e);
 /* Sets kind/code/message (printf-style). Replaces any earlier content. Returns -1. */

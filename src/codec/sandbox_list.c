@@ -275,8 +275,7 @@ static int read_entry(json_t *c, sandbox_summary_t *s) {
     s->fork_parent = parent ? strdup(parent) : NULL;
     if (s->owned_image == NULL || (parent && s->fork_parent == NULL)) return -1;
   }
-  err_t ignored;
-  err_init(&ignored);
+  err_t ignored = ERR_INIT;
   if (lifetime_from_labels(labels, &s->lifetime, &ignored) != 0) s->lifetime.idle_ms = s->lifetime.max_ms = 0;
   err_clear(&ignored);
   if (user_labels(labels, &s->labels) != 0) return -1;

@@ -507,8 +507,7 @@ static void conn_fail(agent_conn_t *c, err_t *err, int unusable) {
 }
 
 static void fail_with(agent_conn_t *c, int unusable, const char *fmt, const char *arg) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, fmt, arg);
   conn_fail(c, &err, unusable);
 }
@@ -676,8 +675,7 @@ static void on_stream_data(void *ud, int stream, const uint8_t *data, size_t len
 static void on_stream_end(void *ud, err_t *err) {
   agent_conn_t *c = ud;
   int before_hello = !c->said_hello; /* READY implies a HELLO came */
-  err_t e;
-  err_init(&e);
+  err_t e = ERR_INIT;
   const char *said = diag_text(c);
   if (before_hello)
     err_sandbox(&e, CODE_DOCKER_COMMAND_FAILED, "The sandbox agent did not start%s%s%s", said[0] ? ": " : "", said,
@@ -715,8 +713,7 @@ static void arm_timer(agent_conn_t *c, uint64_t ms) {
 static void on_probe(http_req_t *req, void *ud) {
   agent_conn_t *c = ud;
   c->probe = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   json_t *ins = http_req_ok(req) ? http_req_json(req, &err) : NULL;
   int gone = http_req_not_found(req) || (json_is_object(ins) && json_is_false(json_object_get(ins, "Running")));
   json_decref(ins);
@@ -738,8 +735,7 @@ static void probe_exec(agent_conn_t *c) {
   free(id);
   if (req == NULL) return; /* out of memory: the heartbeat still decides */
   http_req_set_limit(req, 256 * 1024);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (http_req_start(req, on_probe, c, &err) == 0) {
     c->probe = req;
   } else {
@@ -781,8 +777,7 @@ static void on_tick(void *ud) {
 static void on_created(http_req_t *req, void *ud) {
   agent_conn_t *c = ud;
   c->req = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   c->exec_id = http_req_reply_id(req, "Docker engine returned no exec id.", &err);
   http_req_free(req);
   if (err_is_set(&err)) {
@@ -811,8 +806,7 @@ static void start_exec(agent_conn_t *c) {
   char *name = url_escape(c->container);
   http_req_t *req = name && body ? http_req_new(c->eng, "POST", "/containers/%s/exec", name) : NULL;
   free(name);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (req == NULL || http_req_set_json(req, body) != 0) {
     if (req == NULL) json_decref(body);
     http_req_free(req);
@@ -835,8 +829,7 @@ static void on_placed_by_exec(void *ud, exec_result_t *r, err_t *err) {
   int ok = err == NULL && r != NULL && !r->timed_out && r->exit_code == 0;
   exec_result_free(r);
   if (err != NULL) {
-    err_t copy;
-    err_init(&copy);
+    err_t copy = ERR_INIT;
     err_move(&copy, err);
     conn_fail(c, &copy, 0);
     return;
@@ -853,8 +846,7 @@ static void place_by_exec(agent_conn_t *c) {
   exec_spec_t spec;
   memset(&spec, 0, sizeof(spec));
   const char *argv[] = {"/bin/sh", "-c", PLACE_AGENT_SH, "anvia-place-agent", c->img->path};
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   spec.workdir = strdup("/");
   spec.user = strdup("0");
   spec.input = malloc(c->img->len ? c->img->len : 1);
@@ -892,8 +884,7 @@ static void on_uploaded(http_req_t *req, void *ud) {
     start_exec(c);
     return;
   }
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   http_req_error(req, &err);
   int engine_down = err.code != NULL && strcmp(err.code, CODE_DOCKER_UNAVAILABLE) == 0;
   http_req_free(req);
@@ -903,8 +894,7 @@ static void on_uploaded(http_req_t *req, void *ud) {
 
 /* Writable rootfs: /.anvia/agent-<hash> (0755, root's) through the archive endpoint. */
 static void place_by_upload(agent_conn_t *c) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   http_req_t *req = agent_upload_req(c->eng, c->container, c->img, strrchr(c->img->path, '/') + 1, &err);
   if (req == NULL) {
     conn_fail(c, &err, 0);
@@ -923,8 +913,7 @@ static void on_probed(http_req_t *req, void *ud) {
   agent_conn_t *c = ud;
   c->req = NULL;
   int there = http_req_ok(req), missing = http_req_not_found(req);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (!there && !missing) http_req_error(req, &err);
   http_req_free(req);
   if (err_is_set(&err)) conn_fail(c, &err, 0);
@@ -933,8 +922,7 @@ static void on_probed(http_req_t *req, void *ud) {
 }
 
 static void place(agent_conn_t *c) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   c->img = agent_place_image(c->eng, &err);
   if (c->img == NULL) {
     conn_fail(c, &err, 1);
@@ -965,8 +953,7 @@ static void place(agent_conn_t *c) {
 static void on_version(http_req_t *req, void *ud) {
   agent_conn_t *c = ud;
   c->req = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   int rc = agent_version_answer(c->eng, req, &err);
   http_req_free(req);
   if (rc != 0) conn_fail(c, &err, 0);
@@ -974,8 +961,7 @@ static void on_version(http_req_t *req, void *ud) {
 }
 
 static void connect_step(agent_conn_t *c) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (c->io == NULL) return; /* the environment is gone */
   if (engine_arch(c->eng) != NULL) {
     place(c);
@@ -1015,8 +1001,7 @@ static void conns_teardown(io_t *io) {
     drop_connection(c);
     c->io = NULL;
     c->state = ST_UNUSABLE;
-    err_t err;
-    err_init(&err);
+    err_t err = ERR_INIT;
     err_sandbox(&err, CODE_INVALID_STATE, "The addon is shutting down.");
     fail_requests(c, &err);
     wake_waiters(c, &err);
@@ -1056,8 +1041,7 @@ agent_conn_t *agent_conn_new(engine_t *eng, const char *container, const char *w
 void agent_conn_free(agent_conn_t *c) {
   if (c == NULL) return;
   io_unlink(c);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   err_sandbox(&err, CODE_INVALID_STATE, "The sandbox agent's connection was closed.");
   drop_connection(c);
   fail_requests(c, &err);
@@ -1097,8 +1081,7 @@ int agent_conn_is_ready(const agent_conn_t *c) { return c != NULL && c->state ==
 
 void agent_conn_shutdown(agent_conn_t *c) {
   if (c == NULL || c->state == ST_UNUSABLE || c->state == ST_IDLE || c->state == ST_DEAD) return;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   err_sandbox(&err, CODE_INVALID_STATE, "The sandbox agent was shut down.");
   drop_connection(c);
   c->state = ST_IDLE;

@@ -284,8 +284,7 @@ static void wake_waiters(engine_t *e, const err_t *err) {
 
 static void on_ping_done(http_req_t *req, void *ud) {
   engine_t *e = ud;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   e->ping = NULL;
   if (!http_req_ok(req)) {
     http_req_error(req, &err);

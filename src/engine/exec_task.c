@@ -173,8 +173,7 @@ static void start_killer(exec_task_t *t) {
   exec_spec_t k;
   memset(&k, 0, sizeof(k));
   const char *argv[] = {"sh", "-c", EXEC_KILL_SH, "anvia-kill", t->marker};
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   k.workdir = strdup("/");
   k.timeout_ms = KILLER_TIMEOUT_MS;
   k.max_output = 4096;
@@ -225,8 +224,7 @@ static void events_fallback(exec_task_t *t);
 static void on_inspected(http_req_t *req, void *ud) {
   exec_task_t *t = ud;
   t->req = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (!http_req_ok(req) && http_req_status(req) >= 400 && engine_info(t->eng).kind == ENGINE_PODMAN) {
     /* The session may be gone already (see EVENTS_SLACK_S): Podman answers 404, or 500
      * "retrieving exec session ...", depending on where it notices. */
@@ -278,8 +276,7 @@ static void on_inspected(http_req_t *req, void *ud) {
 static void on_events(http_req_t *req, void *ud) {
   exec_task_t *t = ud;
   t->req = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   long code = -1;
   int candidates = 0, agree = 1;
   if (http_req_ok(req)) {
@@ -327,8 +324,7 @@ static void on_events(http_req_t *req, void *ud) {
 }
 
 static void events_fallback(exec_task_t *t) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   int64_t now = (int64_t)time(NULL);
   char *name = url_escape(t->container);
   /* {"container":["<name>"],"event":["exec_died"]}, escaped as one query value. */
@@ -358,8 +354,7 @@ static void events_fallback(exec_task_t *t) {
 }
 
 static void inspect(exec_task_t *t) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   char *id = url_escape(t->exec_id);
   t->req = id ? http_req_new(t->eng, "GET", "/exec/%s/json", id) : NULL;
   free(id);
@@ -392,8 +387,7 @@ static void on_stream_end(void *ud, err_t *err) {
   hijack_close(hj);
   if (err != NULL) {
     /* The connection broke under a command that may still run: fail() ends it. */
-    err_t copy;
-    err_init(&copy);
+    err_t copy = ERR_INIT;
     err_move(&copy, err);
     fail(t, &copy);
     err_clear(&copy);
@@ -408,8 +402,7 @@ static const hijack_callbacks_t stream_cbs = {.on_data = on_stream_data, .on_end
 static void on_created(http_req_t *req, void *ud) {
   exec_task_t *t = ud;
   t->req = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   t->exec_id = http_req_reply_id(req, "Docker engine returned no exec id.", &err);
   http_req_free(req);
   if (!err_is_set(&err)) {
@@ -548,8 +541,7 @@ static void exec_tasks_teardown(io_t *io) {
       task_free(t);
       continue;
     }
-    err_t err;
-    err_init(&err);
+    err_t err = ERR_INIT;
     err_sandbox(&err, CODE_INVALID_STATE, "The addon is shutting down.");
     t->spec.kill_tree = 0; /* no second exec now */
     complete(t, &err);

@@ -111,8 +111,7 @@ static void finish(hijack_t *h, err_t *err);
 static void on_ssh_ended(ssh_exit_waiter_t *w) {
   hijack_t *h = (hijack_t *)((char *)w - offsetof(hijack_t, ssh_wait));
   h->ssh_waiting = 0;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   err_move(&err, &h->ssh_pending);
   h->state = H_REPLY; /* finish() reports it now */
   finish(h, &err);
@@ -137,8 +136,7 @@ static void finish(hijack_t *h, err_t *err) {
       ssh_conn_when_ended(h->ssh, &h->ssh_wait);
       return;
     }
-    err_t why;
-    err_init(&why);
+    err_t why = ERR_INIT;
     if (ssh_conn_failure(h->ssh, engine_display(h->eng), &why)) {
       h->cbs.on_end(h->ud, &why);
       err_clear(&why);
@@ -149,8 +147,7 @@ static void finish(hijack_t *h, err_t *err) {
 }
 
 static void fail_with(hijack_t *h, const char *code, const char *fmt, const char *arg) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   err_sandbox(&err, code, fmt, arg);
   finish(h, &err);
   err_clear(&err);
@@ -206,8 +203,7 @@ static void pump_tls_writes(hijack_t *h) {
     pending_write_t *w = h->queue;
     h->queue = w->next;
     if (h->queue == NULL) h->queue_tail = &h->queue;
-    err_t err;
-    err_init(&err);
+    err_t err = ERR_INIT;
     int rc = tls_conn_write(h->tls, w->data, w->len, &err);
     h->queued -= w->len;
     free(w);
@@ -321,8 +317,7 @@ static void on_input_end(hijack_t *h, ssize_t nread) {
   }
   if (h->state == H_REPLY && (nread == UV_EOF || h->reply.state != XR_STREAM)) {
     if (h->reply.state == XR_STREAM) trace_event("exec stream end");
-    err_t err;
-    err_init(&err);
+    err_t err = ERR_INIT;
     exec_reply_eof(&h->reply, &err);
     finish(h, err_is_set(&err) ? &err : NULL);
     err_clear(&err);
@@ -338,8 +333,7 @@ static void on_input_end(hijack_t *h, ssize_t nread) {
 /* Plain bytes of the HTTP exchange: the response head, then the stream or an error body. */
 static void on_bytes(hijack_t *h, const uint8_t *data, size_t len) {
   if (h->state != H_REPLY) return;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (exec_reply_feed(&h->reply, data, len, &reply_cbs, h, &err) == 1) finish(h, err_is_set(&err) ? &err : NULL);
   err_clear(&err);
 }
@@ -350,8 +344,7 @@ static int live(const hijack_t *h) {
 
 /* TLS: ciphertext in; the handshake, then the request, then decrypted bytes out. */
 static void on_cipher(hijack_t *h, const uint8_t *data, size_t len) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (tls_conn_feed(h->tls, data, len) != 0) {
     err_oom(&err);
     finish(h, &err);
@@ -456,8 +449,7 @@ static void on_connected(uv_connect_t *req, int status) {
   if (h->closing) return;
   if (status < 0) {
     engine_reset(h->eng);
-    err_t err;
-    err_init(&err);
+    err_t err = ERR_INIT;
     err_sandbox(&err, CODE_DOCKER_UNAVAILABLE, "Docker engine is not reachable at %s: %s", engine_display(h->eng), uv_strerror(status));
     finish(h, &err);
     err_clear(&err);
@@ -467,8 +459,7 @@ static void on_connected(uv_connect_t *req, int status) {
   if (h->tls != NULL) {
     /* The request goes out encrypted once the handshake is done (on_cipher). */
     h->state = H_TLS;
-    err_t err;
-    err_init(&err);
+    err_t err = ERR_INIT;
     if (tls_conn_handshake(h->tls, &err) < 0) {
       finish(h, &err);
       err_clear(&err);
@@ -505,8 +496,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
   io_handle_closed(io);
   if (status < 0 || res == NULL) {
     if (res) uv_freeaddrinfo(res);
-    err_t err;
-    err_init(&err);
+    err_t err = ERR_INIT;
     err_sandbox(&err, CODE_DOCKER_UNAVAILABLE, "Docker engine is not reachable at %s: %s", engine_display(h->eng),
                 uv_strerror(status < 0 ? status : UV_EAI_NONAME));
     finish(h, &err);
@@ -617,15 +607,13 @@ static int connect_now(hijack_t *h, err_t *err) {
 static void on_engine_ready(engine_waiter_t *w, const err_t *err) {
   hijack_t *h = (hijack_t *)((char *)w - offsetof(hijack_t, waiter));
   if (err != NULL) {
-    err_t copy;
-    err_init(&copy);
+    err_t copy = ERR_INIT;
     err_copy(&copy, err);
     finish(h, &copy);
     err_clear(&copy);
     return;
   }
-  err_t e;
-  err_init(&e);
+  err_t e = ERR_INIT;
   if (connect_now(h, &e) != 0) finish(h, &e);
   err_clear(&e);
 }

@@ -444,8 +444,7 @@ fail:
 
 static void spares_fill(ssh_transport_t *t) {
   while (!t->freed && t->io != NULL && t->warm && t->nspares < t->spare_target && !t->io->closing) {
-    err_t err;
-    err_init(&err);
+    err_t err = ERR_INIT;
     ssh_conn_t *c = conn_spawn(t, &err);
     err_clear(&err);
     if (c == NULL) return;
@@ -588,8 +587,7 @@ static void on_listen(uv_poll_t *p, int status, int events) {
       if (errno == EINTR) continue;
       return; /* EAGAIN: all taken; anything else: libcurl sees its connection fail */
     }
-    err_t err;
-    err_init(&err);
+    err_t err = ERR_INIT;
     ssh_conn_t *c = conn_spawn_fd(t, fd, &err); /* closes fd in any case */
     if (c == NULL) {
       /* libcurl's connection is closed under it: the request fails, with this reason. */

@@ -43,8 +43,7 @@ static void on_done(void *ud, err_t *err, const char *image_id) {
   build_op_t *op = ud;
   build_task_free(op->task); /* freed once this callback returns */
   op->task = NULL;
-  err_t e;
-  err_init(&e);
+  err_t e = ERR_INIT;
   if (err != NULL) err_move(&e, err);
   else if (image_id != NULL && (op->image_id = strdup(image_id)) == NULL) err_oom(&e);
   op_settle(&op->op, &e);
@@ -63,8 +62,7 @@ static napi_value build_result(op_t *o) {
 
 static void build_start(op_t *o) {
   build_op_t *op = (build_op_t *)o;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   op->task = build_task_start(op->eng, op->tag, &op->archive, &task_cbs, op, &err);
   if (op->task == NULL) op_settle(o, &err);
 }
@@ -92,8 +90,7 @@ static napi_value js_prepare_build(napi_env env, napi_callback_info info) {
   napi_value o;
   client_t *c = client_call(env, info, &o);
   if (c == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   napi_value context = nu_get(env, o, "context"), tag = nu_get(env, o, "tag"), files = nu_get(env, o, "files");
   if (!nu_is_record(env, o)) err_type(&err, "options must be an object.");
   else if (!nu_is_nonempty_string(env, context)) err_type(&err, "context must be a non-empty string.");

@@ -60,8 +60,7 @@ static napi_value js_client_new(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
   napi_value options;
   if (nu_args(env, info, &options, 1) < 0) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (!nu_is_record(env, options)) {
     err_type(&err, "options must be an object.");
     return convert_throw_err(js, &err);
@@ -150,8 +149,7 @@ static napi_value js_resolve_endpoint(napi_env env, napi_callback_info info) {
   for (int i = 0; i < 7; i++) vals[i] = nu_strdup(env, nu_get(env, e, names[i]));
   endpoint_env_t penv = {vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6]};
   endpoint_t ep;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   int rc = endpoint_resolve(host, &penv, &ep, &err);
   for (int i = 0; i < 7; i++) free(vals[i]);
   free(host);

@@ -208,8 +208,7 @@ static void do_helper_upload(create_op_t *op) {
   upload_plan_init(&plan, op->sb->uid, op->sb->gid);
   buf_t tarball;
   buf_init(&tarball, 0);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (upload_add_dir(&plan, base, 0) != 0) err_oom(&err);
   else upload_build(&plan, &tarball, &err);
   upload_plan_free(&plan);
@@ -236,8 +235,7 @@ static void do_upload(create_op_t *op) {
   }
   upload_plan_t plan;
   upload_plan_init(&plan, s->uid, s->gid);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   buf_t prefixed;
   buf_init(&prefixed, 0);
   int rc = 0;
@@ -445,8 +443,7 @@ static http_req_t *helper_create_req(create_op_t *op) {
 /* The init, when the package has a binary for the engine's architecture (otherwise the
  * limits are kept by the shell loop: codec/lifetime_cmd.h). */
 static void choose_init(create_op_t *op) {
-  err_t none;
-  err_init(&none);
+  err_t none = ERR_INIT;
   op->with_init = agent_place_image(op->eng, &none) != NULL;
   err_clear(&none);
 }
@@ -459,8 +456,7 @@ static int begin_owner(create_op_t *op, err_t *err) {
 }
 
 static void step_next(create_op_t *op) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   for (;;) {
     op->step++;
     http_req_t *req = NULL;
@@ -628,8 +624,7 @@ static void on_resp(http_req_t *req, void *ud) {
     begin_rollback(op);
     return;
   }
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   int ok = http_req_ok(req);
   int not_found = http_req_not_found(req);
   switch (op->step) {
@@ -762,8 +757,7 @@ static napi_value js_prepare_create(napi_env env, napi_callback_info info) {
   napi_value options;
   client_t *c = client_call(env, info, &options);
   if (c == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   create_op_t *op = op_prepare(env, &create_vt, sizeof(*op), NULL);
   if (op == NULL) return NULL;
   op->eng = c->eng;

@@ -469,8 +469,7 @@ static int late_error(napi_env env, napi_value image, create_opts_t *o, create_n
   int valid = image_reference_valid(bytes, len);
   free(bytes);
   if (!valid) {
-    err_t late;
-    err_init(&late);
+    err_t late = ERR_INIT;
     err_sandbox(&late, CODE_IMAGE_NOT_FOUND, "Docker image is not available locally: %s", o->image);
     *out = convert_error_value(jsenv_get(env), &late);
     err_clear(&late);

@@ -337,8 +337,7 @@ static void copy_failed(fork_op_t *op, http_req_t *logs, err_t *err) {
     frame_demux_t d;
     frame_demux_init(&d);
     size_t used = 0;
-    err_t ignored;
-    err_init(&ignored);
+    err_t ignored = ERR_INIT;
     frame_demux_feed(&d, logs->resp.data, logs->resp.len, &used, collect_log, &text, &ignored);
     err_clear(&ignored);
   }
@@ -355,8 +354,7 @@ static int fork_runs_init(fork_op_t *op) {
 }
 
 static void step_next(fork_op_t *op) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   sandbox_t *p = op->op.sb;
   for (;;) {
     op->step++;
@@ -480,8 +478,7 @@ static void on_resp(http_req_t *req, void *ud) {
     if (op->step == F_PAUSE && http_req_ok(req)) op->paused = 1;
     if (op->step == F_COMMIT && http_req_ok(req)) {
       /* The image the rollback must remove, if the reply names one. */
-      err_t ignored;
-      err_init(&ignored);
+      err_t ignored = ERR_INIT;
       op->image = http_req_reply_id(req, "", &ignored);
       err_clear(&ignored);
     }
@@ -491,8 +488,7 @@ static void on_resp(http_req_t *req, void *ud) {
     begin_rollback(op);
     return;
   }
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   int ok = http_req_ok(req), not_found = http_req_not_found(req);
   switch (op->step) {
     case F_CHECK:
@@ -636,8 +632,7 @@ static napi_value js_prepare_fork(napi_env env, napi_callback_info info) {
   napi_value options;
   sandbox_t *sb = convert_sandbox_call(env, info, &options);
   if (sb == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   napi_value id = nu_undefined(env);
   if (!nu_is_undefined(env, options)) {
     if (!nu_is_record(env, options)) {
@@ -680,8 +675,7 @@ static void image_send(image_op_t *op, const char *method, const char *fmt);
 static void on_image_removed(http_req_t *req, void *ud) {
   image_op_t *op = ud;
   op->req = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (op->checking) {
     op->checking = 0;
     int ours = http_req_ok(req) && image_is_sandboxes(req->resp.data, req->resp.len, op->op.sb->id);
@@ -708,8 +702,7 @@ static void on_image_removed(http_req_t *req, void *ud) {
 }
 
 static void image_send(image_op_t *op, const char *method, const char *fmt) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   const owned_image_t *rec = sandbox_attached(op->op.sb, &IMAGE_KEY);
   char *esc = rec ? url_escape(rec->image) : NULL;
   op->req = esc ? http_req_new(op->op.sb->eng, method, fmt, esc) : NULL;

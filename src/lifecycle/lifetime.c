@@ -143,8 +143,7 @@ static int send_signal(tracker_t *t) {
   http_req_t *r = esc ? http_req_new(t->sb->eng, "POST", "/containers/%s/kill?signal=SIGUSR1", esc) : NULL;
   free(esc);
   if (r == NULL) return -1;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (http_req_start(r, on_sent, t, &err) != 0) {
     http_req_free(r);
     err_clear(&err);
@@ -196,8 +195,7 @@ static void on_watch_due(void *ud) {
 static void on_watch_resp(http_req_t *req, void *ud) {
   tracker_t *t = ud;
   t->watch_req = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   json_t *ins = t->watch_stage != W_STOP && http_req_ok(req) ? http_req_json(req, &err) : NULL;
   err_clear(&err);
   http_req_free(req);
@@ -225,8 +223,7 @@ static void watch_send(tracker_t *t, const char *method, const char *fmt, int st
   free(esc);
   if (r == NULL) return;
   if (stage != W_STOP) http_req_set_limit(r, LIFETIME_MAX_INSPECT_BYTES);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (http_req_start(r, on_watch_resp, t, &err) != 0) {
     http_req_free(r);
     err_clear(&err);

@@ -34,8 +34,7 @@ static int on_pull_data(http_req_t *req, const uint8_t *data, size_t len, void *
 
 static void on_pull_done(http_req_t *req, void *ud) {
   pull_op_t *op = ud;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   op->req = NULL;
   if (!http_req_ok(req)) {
     http_req_error(req, &err);
@@ -57,8 +56,7 @@ static void on_pull_done(http_req_t *req, void *ud) {
 static void pull_start(op_t *o) {
   pull_op_t *op = (pull_op_t *)o;
   char *repo = NULL, *tag = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (image_ref_split(op->ref, &repo, &tag) != 0) goto oom;
   char *erepo = url_escape(repo), *etag = url_escape(tag);
   free(repo);
@@ -107,8 +105,7 @@ static napi_value js_prepare_pull(napi_env env, napi_callback_info info) {
   napi_value options;
   client_t *c = client_call(env, info, &options);
   if (c == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   napi_value image = nu_get(env, options, "image");
   if (!nu_is_record(env, options)) err_type(&err, "options must be an object.");
   else if (!nu_is_nonempty_string(env, image)) err_type(&err, "image must be a non-empty string.");

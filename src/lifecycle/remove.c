@@ -26,8 +26,7 @@ typedef struct remove_op {
 /* A failed removal is "Unable to remove ...", with the engine's details kept. */
 static void wrap_removal_error(remove_kind_t kind, err_t *err) {
   if (err->code == NULL || strcmp(err->code, CODE_DOCKER_COMMAND_FAILED) != 0) return;
-  err_t wrapped;
-  err_init(&wrapped);
+  err_t wrapped = ERR_INIT;
   err_sandbox(&wrapped, CODE_DOCKER_COMMAND_FAILED, "%s",
               kind == REMOVE_CONTAINER ? "Unable to remove Docker sandbox." : "Unable to remove Docker sandbox volume.");
   err_set_details(&wrapped, err->details ? json_incref(err->details) : NULL);
@@ -37,8 +36,7 @@ static void wrap_removal_error(remove_kind_t kind, err_t *err) {
 static void on_done(http_req_t *req, void *ud) {
   remove_op_t *op = ud;
   op->req = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (op->kind == REMOVE_STOP) {
     /* 304: already stopped. */
     if (!http_req_ok(req) && http_req_answer(req) != 304) http_req_error(req, &err);
@@ -53,8 +51,7 @@ static void on_done(http_req_t *req, void *ud) {
 static void remove_start(op_t *o) {
   remove_op_t *op = (remove_op_t *)o;
   sandbox_t *s = o->sb;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   /* Stop and destroy end the sandbox's agent first (its commands end with it). */
   if (op->kind != REMOVE_VOLUME) agent_op_shutdown(s);
   char *esc = url_escape(op->kind == REMOVE_VOLUME ? s->volume_name : s->container_name);

@@ -133,8 +133,7 @@ static int valid_inspection(json_t *ins) {
 /* The init could not be placed: the container is not started (what is at its path now
  * may be the sandbox's own). */
 static void init_failed(err_t *err) {
-  err_t w;
-  err_init(&w);
+  err_t w = ERR_INIT;
   err_sandbox(&w, err->code ? err->code : CODE_DOCKER_COMMAND_FAILED,
               "Unable to place the sandbox's limits in its container before it starts: %s",
               err->message ? err->message : "unknown error");
@@ -145,8 +144,7 @@ static void init_failed(err_t *err) {
 static void on_resume_resp(http_req_t *req, void *ud) {
   resume_op_t *op = ud;
   op->req = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   int ok = http_req_ok(req);
   int not_found = http_req_not_found(req);
   json_t *ins = NULL;
@@ -156,8 +154,7 @@ static void on_resume_resp(http_req_t *req, void *ud) {
     } else if (!ok) {
       http_req_error(&*req, &err);
       if (err.code && strcmp(err.code, CODE_DOCKER_COMMAND_FAILED) == 0) {
-        err_t w;
-        err_init(&w);
+        err_t w = ERR_INIT;
         err_sandbox(&w, CODE_DOCKER_COMMAND_FAILED, "Unable to inspect Docker sandbox.");
         err_set_details(&w, err.details ? json_incref(err.details) : NULL);
         err_move(&err, &w);
@@ -202,8 +199,7 @@ static void on_resume_resp(http_req_t *req, void *ud) {
 }
 
 static void resume_next(resume_op_t *op) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   for (;;) {
     op->step++;
     const char *method = "GET", *fmt = NULL;
@@ -296,8 +292,7 @@ static napi_value js_prepare_resume(napi_env env, napi_callback_info info) {
   napi_value options;
   client_t *c = client_call(env, info, &options);
   if (c == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (!nu_is_record(env, options)) {
     err_type(&err, "options must be an object.");
     return convert_throw_err(js, &err);

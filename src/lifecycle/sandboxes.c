@@ -210,8 +210,7 @@ static void start_prune(list_op_t *op) {
   op->removed = calloc(n, 1);
   op->failures = calloc(n, sizeof(err_t));
   if (!op->chosen || !op->forced || !op->volume_ours || !op->image_ours || !op->removed || !op->failures) {
-    err_t err;
-    err_init(&err);
+    err_t err = ERR_INIT;
     err_oom(&err);
     finish(op, &err);
     return;
@@ -236,8 +235,7 @@ static void item_failed(list_op_t *op, err_t *err) {
 }
 
 static void item_next(list_op_t *op) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   for (;;) {
     if (op->cur >= op->n) {
       finish(op, NULL);
@@ -298,8 +296,7 @@ static int volume_is_sandboxes(http_req_t *req, const char *id) {
 static void on_resp(http_req_t *req, void *ud) {
   list_op_t *op = ud;
   op->req = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   int ok = http_req_ok(req), not_found = http_req_not_found(req);
   if (!op->listed) {
     op->listed = 1;
@@ -325,8 +322,7 @@ static void on_resp(http_req_t *req, void *ud) {
     case I_CONTAINER:
       if (!ok && !not_found) {
         http_req_error(req, &err);
-        err_t w;
-        err_init(&w);
+        err_t w = ERR_INIT;
         err_sandbox(&w, CODE_DOCKER_COMMAND_FAILED, "Unable to remove Docker sandbox.");
         err_set_details(&w, err.details ? json_incref(err.details) : NULL);
         err_move(&err, &w);
@@ -335,8 +331,7 @@ static void on_resp(http_req_t *req, void *ud) {
     case I_VOLUME:
       if (!ok && !not_found) {
         http_req_error(req, &err);
-        err_t w;
-        err_init(&w);
+        err_t w = ERR_INIT;
         err_sandbox(&w, CODE_DOCKER_COMMAND_FAILED, "Unable to remove Docker sandbox volume.");
         err_set_details(&w, err.details ? json_incref(err.details) : NULL);
         err_move(&err, &w);
@@ -361,8 +356,7 @@ static void on_resp(http_req_t *req, void *ud) {
 
 static void list_start(op_t *o) {
   list_op_t *op = (list_op_t *)o;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (send_req(op, list_req(op), &err) != 0) finish(op, &err);
 }
 
@@ -470,8 +464,7 @@ static napi_value prepare(napi_env env, napi_callback_info info, int prune) {
   napi_value options;
   client_t *c = client_call(env, info, &options);
   if (c == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (nu_is_undefined(env, options)) napi_create_object(env, &options);
   if (!nu_is_record(env, options)) {
     err_type(&err, "options must be an object.");

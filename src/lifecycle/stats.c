@@ -49,8 +49,7 @@ static void on_du(void *ud, exec_result_t *r, err_t *err) {
     op_settle(&op->op, err);
     return;
   }
-  err_t e;
-  err_init(&e);
+  err_t e = ERR_INIT;
   if (r->timed_out || du_parse(r->out.bytes.data, r->out.bytes.len, &op->disk_bytes) != 0) {
     err_sandbox(&e, CODE_DOCKER_COMMAND_FAILED, "Unable to measure the sandbox workspace.");
     e.exec_details = r;
@@ -67,8 +66,7 @@ static void run_du(stats_op_t *op) {
   sandbox_t *s = op->op.sb;
   exec_spec_t spec;
   memset(&spec, 0, sizeof(spec));
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   const char *argv[] = {"du", "-s", "-k", s->workdir};
   int rc = exec_spec_set_argv(&spec, argv, 4);
   spec.workdir = strdup(s->workdir);
@@ -97,8 +95,7 @@ static void on_resample(void *ud) {
 static void on_stats(http_req_t *req, void *ud) {
   stats_op_t *op = ud;
   op->req = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (http_req_not_found(req))
     err_sandbox(&err, CODE_SANDBOX_NOT_FOUND, "Sandbox does not exist: %s", op->op.sb->container_name);
   else if (!http_req_ok(req)) http_req_error(req, &err);
@@ -121,8 +118,7 @@ static void on_stats(http_req_t *req, void *ud) {
 
 static void stats_start(op_t *o) {
   stats_op_t *op = (stats_op_t *)o;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   char *esc = url_escape(o->sb->container_name);
   op->req = esc ? http_req_new(o->sb->eng, "GET", "/containers/%s/stats?stream=false", esc) : NULL;
   free(esc);
@@ -198,8 +194,7 @@ static napi_value js_prepare_stats(napi_env env, napi_callback_info info) {
   napi_value options;
   sandbox_t *sb = convert_sandbox_call(env, info, &options);
   if (sb == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   stats_op_t *op = op_prepare(env, &stats_vt, sizeof(*op), sb);
   if (op == NULL) return NULL;
   if (!nu_is_undefined(env, options) && !nu_is_record(env, options)) err_type(&err, "options must be an object.");

@@ -41,8 +41,7 @@ static void keep_rb(steps_t *s, err_t *err) {
 }
 
 int steps_send(steps_t *s, http_req_t *req, http_done_fn on_resp, void *ud) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (req == NULL) {
     err_oom(&err);
   } else if (http_req_start(req, on_resp, ud, &err) == 0) {
@@ -58,8 +57,7 @@ int steps_send(steps_t *s, http_req_t *req, http_done_fn on_resp, void *ud) {
 
 void steps_wrap_failure(err_t *err, const char *message) {
   if (err->code == NULL || strcmp(err->code, CODE_DOCKER_COMMAND_FAILED) != 0) return;
-  err_t w;
-  err_init(&w);
+  err_t w = ERR_INIT;
   err_sandbox(&w, CODE_DOCKER_COMMAND_FAILED, "%s", message);
   err_set_details(&w, err->details ? json_incref(err->details) : NULL);
   err_move(err, &w);

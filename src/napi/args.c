@@ -15,8 +15,7 @@
 
 napi_value args_options(napi_env env, napi_value *argv) {
   if (nu_is_record(env, argv[1])) return argv[1];
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   err_type(&err, "options must be an object.");
   convert_throw_err(jsenv_get(env), &err);
   return NULL;

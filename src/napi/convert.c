@@ -78,8 +78,7 @@ napi_value convert_bytes(jsenv_t *js, buf_t *b) {
   size_t len = 0;
   uint8_t *data = (uint8_t *)buf_steal(b, &len);
   if (data == NULL) {
-    err_t err;
-    err_init(&err);
+    err_t err = ERR_INIT;
     err_oom(&err);
     return convert_throw_err(js, &err);
   }

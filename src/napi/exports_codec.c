@@ -93,8 +93,7 @@ static napi_value js_demux_frames(napi_env env, napi_callback_info info) {
   NU_CALL(env, napi_get_array_length(env, argv[0], &n));
   frame_demux_t d;
   frame_demux_init(&d);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   int failed = 0;
   for (uint32_t i = 0; i < n && !failed; i++) {
     napi_value chunk;
@@ -154,8 +153,7 @@ static napi_value js_tar_build(napi_env env, napi_callback_info info) {
   tar_entry_spec_t *specs = calloc(n ? n : 1, sizeof(*specs));
   buf_t out;
   buf_init(&out, 0);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (specs == NULL) {
     err_oom(&err);
     ret = convert_throw_err(jsenv_get(env), &err);
@@ -233,8 +231,7 @@ static napi_value js_tar_peek(napi_env env, napi_callback_info info) {
   size_t len;
   if (argc < 1 || !nu_uint8array_view(env, argv[0], &data, &len)) return throw_type(env, "tarPeek expects a Uint8Array.");
   tar_header_info_t hi;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   int r = tar_peek(data, len, &hi, &err);
   if (r < 0) return convert_throw_err(jsenv_get(env), &err);
   if (r == 0) return nu_null(env);
@@ -261,8 +258,7 @@ static napi_value js_tar_read_file(napi_env env, napi_callback_info info) {
   char *display = nu_strdup(env, argv[3]);
   buf_t out;
   buf_init(&out, 0);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (name == NULL || display == NULL) {
     err_oom(&err);
     convert_throw_err(jsenv_get(env), &err);
@@ -294,8 +290,7 @@ static napi_value js_userspec_resolve(napi_env env, napi_callback_info info) {
   char *spec = nu_strdup(env, argv[0]);
   char *passwd = argc > 1 ? nu_strdup(env, argv[1]) : NULL;
   char *group = argc > 2 ? nu_strdup(env, argv[2]) : NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   uint32_t uid = 0, gid = 0;
   if (spec == NULL) {
     err_oom(&err);
@@ -348,8 +343,7 @@ static napi_value js_build_stream_render(napi_env env, napi_callback_info info) 
   }
   if (rc == 0) rc = build_stream_finish(&s, &out);
   napi_value result = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (rc == 0 && napi_create_object(env, &result) == napi_ok) {
     napi_set_named_property(env, result, "output", nu_uint8array(env, out.data, out.len));
     napi_set_named_property(env, result, "imageId", s.image_id ? nu_string(env, s.image_id) : nu_null(env));

@@ -32,8 +32,7 @@ static const uint8_t no_bytes[1] = {0};
 
 /* The one out-of-memory error (base/err.h), thrown. */
 static napi_value oom(napi_env env) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   err_oom(&err);
   return convert_throw_err(jsenv_get(env), &err);
 }
@@ -171,8 +170,7 @@ static napi_value js_normalize_sandbox_path(napi_env env, napi_callback_info inf
       return NULL;
     }
   }
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   char *r = paths_normalize_in(s, len, allow_root, workdir, wlen, &err);
   free(s);
   free(workdir);
@@ -187,8 +185,7 @@ static napi_value js_parent_sandbox_path(napi_env env, napi_callback_info info) 
   if (get_args(env, info, 1, argv) < 0) return nu_throw_status(env, "parentSandboxPath");
   char *s = arg_string(env, argv[0], "parentSandboxPath", &len);
   if (s == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   char *r = NULL;
   /* The C form takes a C string: a NUL inside must reach the null-byte check first. */
   if (memchr(s, '\0', len) != NULL) {
@@ -212,8 +209,7 @@ static napi_value js_container_path(napi_env env, napi_callback_info info) {
     free(workdir);
     return NULL;
   }
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   char *r = NULL;
   if (memchr(rel, '\0', rlen) != NULL) {
     free(paths_normalize(rel, rlen, 1, &err)); /* always fails: sets err */
@@ -299,8 +295,7 @@ static napi_value js_parse_listing(napi_env env, napi_callback_info info) {
   char *workdir = arg_string(env, argv[1], "parseListing", &wlen);
   if (workdir == NULL) return NULL;
   list_entries_t entries;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   int rc = list_parse(data, len, workdir, &entries, &err);
   free(workdir);
   if (rc < 0) return convert_throw_err(jsenv_get(env), &err);

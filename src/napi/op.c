@@ -68,8 +68,7 @@ void *op_prepare(napi_env env, const op_vtable_t *vt, size_t size, sandbox_t *sb
   jsenv_t *js = jsenv_get(env);
   op_t *op = op_new(js, vt, size, sb);
   if (op == NULL) {
-    err_t err;
-    err_init(&err);
+    err_t err = ERR_INIT;
     err_oom(&err);
     convert_throw_err(js, &err);
   }

@@ -55,8 +55,7 @@ static void kill_orphan_group(sandbox_t *sb, uint32_t pgid) {
   spec.workdir = strdup("/");
   spec.timeout_ms = 10000;
   spec.max_output = 1024;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (spec.workdir != NULL && exec_spec_set_argv(&spec, argv, 5) == 0) {
     exec_callbacks_t cbs = {.on_done = on_group_killed};
     exec_task_start(sb->eng, sb->container_name, &spec, &cbs, NULL, &err);
@@ -173,8 +172,7 @@ static void finish(agent_exec_op_t *op, err_t *err) {
 }
 
 static void handle_event(agent_exec_op_t *op, const agent_event_t *ev) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   switch (ev->type) {
     case AE_DATA: {
       int stream = ev->stream == AW_S_ERR ? 2 : 1;
@@ -255,8 +253,7 @@ void agent_exec_msg_free(agent_exec_msg_t *x) {
 
 static void run(agent_op_t *base, agent_conn_t *c) {
   agent_exec_op_t *op = (agent_exec_op_t *)base;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   exec_spec_t *s = &op->spec;
   agent_exec_msg_t x;
   op->result = exec_result_new(s->max_output);
@@ -323,8 +320,7 @@ static const agent_op_kind_t exec_kind = {
 napi_value agent_exec_prepare(napi_env env, sandbox_t *sb, napi_value *argv) {
   agent_exec_op_t *op = agent_op_prepare(env, &exec_kind, sizeof(*op), sb);
   if (op == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   napi_value late = NULL;
   if (exec_spec_from_js(env, argv[1], sb, &op->spec, &late, &err) == 0 && late != NULL)
     op_fail_at_start(&op->base.op, late, &err);

@@ -52,8 +52,7 @@ typedef struct agent_read_op {
 static void read_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
   (void)req;
   agent_read_op_t *op = ud;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   switch (ev->type) {
     case AE_DATA:
       if (buf_append(&op->bytes, ev->data, ev->len) != 0) {
@@ -134,8 +133,7 @@ static const agent_op_kind_t read_kind = {
 napi_value agent_read_prepare(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   if (args_options(env, argv) == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   char *path = files_parse_read(env, argv, &err);
   if (path == NULL) return convert_throw_err(js, &err);
   agent_read_op_t *op = agent_op_prepare(env, &read_kind, sizeof(*op), sb);
@@ -160,8 +158,7 @@ static void write_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
   (void)req;
   agent_write_op_t *op = ud;
   const char *path = op->req.path;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   switch (ev->type) {
     case AE_RESULT:
       op->base.req = NULL;
@@ -200,8 +197,7 @@ static void write_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
 
 static void write_run(agent_op_t *base, agent_conn_t *c) {
   agent_write_op_t *op = (agent_write_op_t *)base;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   agent_msg_t m = {.type = AW_T_WRITE};
   m.u.write.length = op->req.len;
   m.u.write.mode = 0644;
@@ -240,8 +236,7 @@ static const agent_op_kind_t write_kind = {
 napi_value agent_write_prepare(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   if (args_options(env, argv) == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   file_write_req_t req;
   if (files_parse_write(env, sb, argv, &req, &err) != 0) return convert_throw_err(js, &err);
   agent_write_op_t *op = agent_op_prepare(env, &write_kind, sizeof(*op), sb);
@@ -356,8 +351,7 @@ static int take_records(agent_list_op_t *op, const uint8_t *data, size_t len) {
 static void list_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
   (void)req;
   agent_list_op_t *op = ud;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   switch (ev->type) {
     case AE_DATA:
       if (take_records(op, ev->data, ev->len) != 0) {
@@ -424,8 +418,7 @@ static void on_list_deadline(void *ud) {
   if (op->base.req == NULL) return;
   agent_req_cancel(op->base.req);
   op->base.req = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Unable to list sandbox files.");
   err_set_details(&err, json_pack("{s:s, s:s, s:I}", "status", "timed_out", "path", op->path, "timeoutMs",
                                   (json_int_t)op->base.op.sb->runtime.command_timeout_ms));
@@ -472,8 +465,7 @@ napi_value agent_list_prepare(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   char *path = listing_parse(env, options, &err);
   if (path == NULL) return convert_throw_err(js, &err);
   agent_list_op_t *op = agent_op_prepare(env, &list_kind, sizeof(*op), sb);

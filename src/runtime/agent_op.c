@@ -72,8 +72,7 @@ void *agent_op_prepare(napi_env env, const agent_op_kind_t *kind, size_t size, s
 void agent_op_fail(agent_op_t *op, err_t *err) { op_settle(&op->op, err); }
 
 int agent_op_send(agent_op_t *op, agent_conn_t *c, const agent_msg_t *m, agent_req_fn fn) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   op->req = agent_req_start(c, m, fn, op, &err);
   if (op->req != NULL) return 0;
   agent_op_fail(op, &err);
@@ -82,8 +81,7 @@ int agent_op_send(agent_op_t *op, agent_conn_t *c, const agent_msg_t *m, agent_r
 }
 
 void agent_op_lost(agent_op_t *op, const agent_event_t *ev) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   op->req = NULL;
   agent_failure_to_err(ev->fail, &err);
   agent_op_fail(op, &err);
@@ -92,8 +90,7 @@ void agent_op_lost(agent_op_t *op, const agent_event_t *ev) {
 
 /* The agent cannot serve this call: the engine does (auto), or the call fails (agent). */
 static void fall_back(agent_op_t *op, const err_t *why) {
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (agent_op_refuse(op->op.sb, why ? why->message : NULL, &err)) {
     op_settle(&op->op, &err);
     return;
@@ -117,8 +114,7 @@ void agent_op_start(op_t *o) {
   agent_op_t *op = (agent_op_t *)o;
   op->started_ns = uv_hrtime();
   agent_conn_t *c = agent_op_conn(o->sb);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (c == NULL) {
     err_oom(&err);
     op_settle(o, &err);

@@ -23,8 +23,7 @@ typedef struct agent_port_op {
 static void port_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
   (void)req;
   agent_port_op_t *op = ud;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   op->base.req = NULL;
   switch (ev->type) {
     case AE_RESULT:
@@ -85,8 +84,7 @@ napi_value agent_ports_prepare(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   port_wait_req_t req;
   if (ports_parse(env, sb, options, &req, &err) != 0) return convert_throw_err(js, &err);
   agent_port_op_t *op = agent_op_prepare(env, &port_kind, sizeof(*op), sb);

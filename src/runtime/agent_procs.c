@@ -169,8 +169,7 @@ static void on_engine_stopped(void *ud, int gone, err_t *err) {
  * state of a process the caller already has, not a new operation. */
 static void hand_over(group_call_t *g, const err_t *why) {
   (void)why;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (g->kind == GC_CHECK) {
     g->engine = engine_runtime_ops.procs->check_group(g->rec, on_engine_checked, g, &err);
   } else {
@@ -255,8 +254,7 @@ static void call_send(group_call_t *g, agent_conn_t *c) {
     m.type = AW_T_GROUP_ALIVE;
     m.u.alive.pgid = (int32_t)g->rec->pgid;
   }
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   g->req = agent_req_start(c, &m, on_call_event, g, &err);
   if (g->req == NULL) hand_over(g, &err);
   err_clear(&err);
@@ -272,8 +270,7 @@ static void on_call_ready(agent_waiter_t *w, const err_t *err) {
 /* The next request, once the agent is ready (a new one after a death). */
 static void call_step(group_call_t *g) {
   agent_conn_t *c = agent_op_conn(g->rec->sb);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (c == NULL) {
     err_oom(&err);
     call_done(g, 0, &err);
@@ -347,8 +344,7 @@ static void run(agent_op_t *base, agent_conn_t *c) {
   agent_start_op_t *op = (agent_start_op_t *)base;
   op_t *child = proc_start_op(base->op.js, base->op.sb, &op->req, &agent_procs_carrier);
   if (child == NULL) {
-    err_t err;
-    err_init(&err);
+    err_t err = ERR_INIT;
     err_oom(&err);
     agent_op_fail(base, &err);
     return;
@@ -366,8 +362,7 @@ static op_t *fallback(agent_op_t *base, err_t *err) {
 /* The start's own refusals come first, before the agent is waited for or placed. */
 static void start(op_t *o) {
   agent_start_op_t *op = (agent_start_op_t *)o;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (proc_start_refused(o->sb, &op->req, &err) != 0) {
     op_settle(o, &err);
     return;
@@ -398,8 +393,7 @@ napi_value agent_procs_prepare_start(napi_env env, sandbox_t *sb, napi_value *ar
   if (options == NULL) return NULL;
   agent_start_op_t *op = agent_op_prepare(env, &start_kind, sizeof(*op), sb);
   if (op == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   napi_value late = NULL;
   if (proc_start_req_from_js(env, sb, options, &op->req, &late, &err) == 0 && late != NULL)
     op_fail_at_start(&op->base.op, late, &err);

@@ -86,8 +86,7 @@ static void finish(ancestry_t *a) {
   }
   ancestry_done_fn done = a->done;
   void *ud = a->ud;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   err_move(&err, &a->err);
   ancestry_free(a);
   done(ud, &r, err_is_set(&err) ? &err : NULL);

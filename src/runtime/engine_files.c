@@ -79,8 +79,7 @@ static void on_target_probed(http_req_t *req, void *ud) {
     path_stat_free(&st);
   }
   http_req_free(req);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (is_dir) {
     err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Sandbox path names a directory, not a file: %s", op->path);
     json_t *d = json_pack("{s:s}", "path", op->path);
@@ -101,14 +100,12 @@ static void on_target_probed(http_req_t *req, void *ud) {
 static void on_uploaded(http_req_t *req, void *ud) {
   write_op_t *op = ud;
   op->req = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (!http_req_ok(req)) {
     http_req_error(req, &err);
     /* The engine answered with an error: is the target an existing directory? */
     char *name = http_req_status(req) >= 400 ? url_escape(op->op.sb->container_name) : NULL;
-    err_t perr;
-    err_init(&perr);
+    err_t perr = ERR_INIT;
     char *target = name ? paths_container(op->op.sb->workdir, op->path, &perr) : NULL;
     err_clear(&perr);
     char *etarget = target ? url_escape(target) : NULL;
@@ -118,8 +115,7 @@ static void on_uploaded(http_req_t *req, void *ud) {
     free(etarget);
     if (op->req != NULL) {
       err_move(&op->upload_err, &err);
-      err_t serr;
-      err_init(&serr);
+      err_t serr = ERR_INIT;
       if (http_req_start(op->req, on_target_probed, op, &serr) == 0) {
         http_req_free(req);
         return;
@@ -137,8 +133,7 @@ static void on_uploaded(http_req_t *req, void *ud) {
 
 static void upload(write_op_t *op) {
   sandbox_t *s = op->op.sb;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   const ancestry_result_t *r = &op->anc_result;
   if (r->blocked) {
     char **anc = NULL;
@@ -238,8 +233,7 @@ static void on_write_ancestry(void *ud, const ancestry_result_t *r, err_t *err) 
 
 static void write_start(op_t *o) {
   write_op_t *op = (write_op_t *)o;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   int rc = owner_ensure(op->op.sb, on_write_owner, op, &op->owner, &err);
   if (rc < 0) goto fail;
   op->have_owner = rc == 1;
@@ -350,8 +344,7 @@ op_t *files_engine_write_op(jsenv_t *js, sandbox_t *sb, file_write_req_t *req) {
 napi_value files_prepare_write(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   if (args_options(env, argv) == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   file_write_req_t req;
   if (files_parse_write(env, sb, argv, &req, &err) != 0) return convert_throw_err(js, &err);
   op_t *op = files_engine_write_op(js, sb, &req);
@@ -474,8 +467,7 @@ static void on_read_ancestry(void *ud, const ancestry_result_t *r, err_t *err) {
 static void read_start(op_t *o) {
   read_op_t *op = (read_op_t *)o;
   sandbox_t *s = op->op.sb;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   char *abs = paths_container(s->workdir, op->path, &err);
   char *eabs = abs ? url_escape(abs) : NULL;
   char *name = url_escape(s->container_name);
@@ -568,8 +560,7 @@ op_t *files_engine_read_op(jsenv_t *js, sandbox_t *sb, char **path) {
 napi_value files_prepare_read(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   if (args_options(env, argv) == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   char *path = files_parse_read(env, argv, &err);
   if (path == NULL) return convert_throw_err(js, &err);
   op_t *op = files_engine_read_op(js, sb, &path);
@@ -586,8 +577,7 @@ static napi_value js_text_page_options(napi_env env, napi_callback_info info) {
   jsenv_t *js = jsenv_get(env);
   napi_value options;
   if (nu_args(env, info, &options, 1) < 0) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (!nu_is_record(env, options)) {
     err_type(&err, "options must be an object.");
     return convert_throw_err(js, &err);

@@ -34,8 +34,7 @@ typedef struct port_op {
 static void on_probe_done(void *ud, exec_result_t *r, err_t *err) {
   port_op_t *op = ud;
   op->task = NULL;
-  err_t e;
-  err_init(&e);
+  err_t e = ERR_INIT;
   if (err != NULL) {
     err_move(&e, err);
   } else if (r->timed_out) {
@@ -57,8 +56,7 @@ static void port_start(op_t *o) {
   snprintf(port, sizeof(port), "%d", op->container_port);
   snprintf(interval, sizeof(interval), "%lld.%03lld", (long long)(op->interval_ms / 1000), (long long)(op->interval_ms % 1000));
   const char *argv[] = {"sh", "-c", PORT_PROBE_SH, "anvia-port-probe", port, interval};
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   spec.workdir = strdup(op->op.sb->workdir);
   spec.timeout_ms = op->timeout_ms;
   spec.max_output = 4096;
@@ -138,8 +136,7 @@ napi_value ports_prepare_wait(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   port_wait_req_t req;
   if (ports_parse(env, sb, options, &req, &err) != 0) return convert_throw_err(js, &err);
   op_t *op = ports_engine_op(js, sb, &req);

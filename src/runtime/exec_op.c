@@ -129,8 +129,7 @@ static void on_done(void *ud, exec_result_t *result, err_t *err) {
 
 static void exec_start(op_t *o) {
   exec_op_t *op = (exec_op_t *)o;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   exec_callbacks_t cbs = {.on_output = op_has_events(o) ? on_output : NULL, .on_done = on_done};
   op->task = exec_task_start(o->sb->eng, o->sb->container_name, &op->spec, &cbs, op, &err);
   if (op->task == NULL) op_settle(o, &err);
@@ -175,8 +174,7 @@ napi_value exec_prepare(napi_env env, sandbox_t *sb, napi_value *argv) {
   /* Not args_options: exec's options check is part of validateExecOptions, in order. */
   exec_op_t *op = op_prepare(env, &exec_vt, sizeof(*op), sb);
   if (op == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   napi_value late = NULL;
   if (exec_spec_from_js(env, argv[1], sb, &op->spec, &late, &err) == 0 && late != NULL)
     op_fail_at_start(&op->op, late, &err);

@@ -104,8 +104,7 @@ static void on_done(void *ud, exec_result_t *result, err_t *err) {
   user_file_op_t *op = ud;
   op->task = NULL;
   op->result = result;
-  err_t e;
-  err_init(&e);
+  err_t e = ERR_INIT;
   if (err != NULL) err_move(&e, err);
   else verdict(op, result, &e);
   op_settle(&op->op, &e);
@@ -114,8 +113,7 @@ static void on_done(void *ud, exec_result_t *result, err_t *err) {
 static void user_start(op_t *o) {
   user_file_op_t *op = (user_file_op_t *)o;
   sandbox_t *sb = o->sb;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   char bound[32];
   snprintf(bound, sizeof(bound), "%llu", (unsigned long long)(op->write ? op->len : op->max));
   const char *argv[] = {"sh", "-c", op->write ? FILE_WRITE_SH : FILE_READ_SH, op->write ? "anvia-write" : "anvia-read",

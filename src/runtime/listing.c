@@ -54,8 +54,7 @@ static void on_listed(void *ud, exec_result_t *r, err_t *err) {
     list_finish(op, err);
     return;
   }
-  err_t e;
-  err_init(&e);
+  err_t e = ERR_INIT;
   if (!op->fallback && looks_like_no_printf(r)) {
     exec_result_free(r);
     op->op.sb->find_lacks_printf = 1;
@@ -79,8 +78,7 @@ static void run_listing(list_op_t *op) {
   sandbox_t *s = op->op.sb;
   exec_spec_t spec;
   memset(&spec, 0, sizeof(spec));
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   const char *gnu[] = {"find", op->target, "-mindepth", "1", "-maxdepth", "1", "-printf", "%y\\0%s\\0%p\\0"};
   const char *sh[] = {"sh", "-c", LIST_SH, "anvia-list", op->target};
   op->fallback = op->fallback || s->find_lacks_printf;
@@ -146,8 +144,7 @@ napi_value listing_prepare(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   char *path = listing_parse(env, options, &err);
   op_t *op = path ? listing_engine_op(js, sb, path, &err) : NULL;
   free(path);

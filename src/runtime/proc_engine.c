@@ -100,8 +100,7 @@ static void on_script_done(void *ud, exec_result_t *result, err_t *err) {
     c.stopped(c.ud, err == NULL && code == 0, err);
     return;
   }
-  err_t e;
-  err_init(&e);
+  err_t e = ERR_INIT;
   err_sandbox(&e, CODE_DOCKER_COMMAND_FAILED, "Unable to stop sandbox process: %s", c.id);
   e.exec_details = result;
   c.stopped(c.ud, 0, &e);

@@ -16,8 +16,7 @@
 /* The registry, or NULL with the error thrown (out of memory, or disposed). */
 static proc_registry_t *active_registry(napi_env env, sandbox_t *sb) {
   proc_registry_t *pm = proc_registry_of(sb);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (pm == NULL) err_oom(&err);
   else if (pm->disposed) proc_error(&err, "Sandbox process manager has been disposed.%s", "");
   else return pm;
@@ -41,8 +40,7 @@ napi_value proc_list(napi_env env, sandbox_t *sb, napi_value *argv) {
 napi_value proc_logs(napi_env env, sandbox_t *sb, napi_value *argv) {
   proc_registry_t *pm = active_registry(env, sb);
   if (pm == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   char *id = nu_strdup(env, argv[1]);
   proc_rec_t *r = id ? proc_rec_find(pm, id) : NULL;
   if (r == NULL) {

@@ -69,8 +69,7 @@ static void on_start_timeout(void *ud);
 static void on_start_watch(proc_watch_t *w) {
   start_op_t *op = (start_op_t *)((char *)w - offsetof(start_op_t, watch));
   proc_rec_t *r = op->rec;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (r->marker_seen && uv_hrtime() >= op->deadline_ns) {
     /* The marker came in after the startup timeout, before its timer ran (both were
      * ready in the same turn of the loop): a timeout all the same. */
@@ -98,8 +97,7 @@ static void on_start_watch(proc_watch_t *w) {
 static void on_start_timeout(void *ud) {
   start_op_t *op = ud;
   op->timeout = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   err_sandbox(&err, CODE_TIMEOUT, "Starting sandbox process timed out.");
   discard_record(op);
   op_settle(&op->op, &err);
@@ -160,8 +158,7 @@ static proc_rec_t *make_record(start_op_t *op) {
 static void launch(start_op_t *op) {
   sandbox_t *sb = op->op.sb;
   proc_registry_t *pm = proc_registry_of(sb);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if ((int64_t)pm->count >= sb->runtime.max_processes) {
     char msg[128];
     snprintf(msg, sizeof(msg), "Sandbox process limit reached (%zu >= %lld).", pm->count,
@@ -222,8 +219,7 @@ static void on_prune_check(void *ud, int alive, err_t *err) {
 static void prune_next(start_op_t *op) {
   sandbox_t *sb = op->op.sb;
   proc_registry_t *pm = proc_registry_of(sb);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   while (op->prune_at != NULL) {
     proc_rec_t *r = op->prune_at;
     if ((int64_t)pm->count < sb->runtime.max_processes || !r->in_registry) {
@@ -261,8 +257,7 @@ int proc_start_refused(sandbox_t *sb, const proc_start_req_t *req, err_t *err) {
 static void start_start(op_t *o) {
   start_op_t *op = (start_op_t *)o;
   proc_registry_t *pm = proc_registry_of(o->sb);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (proc_start_refused(o->sb, &op->req, &err) != 0) {
     op_settle(o, &err);
     return;
@@ -394,8 +389,7 @@ op_t *proc_start_op(jsenv_t *js, sandbox_t *sb, proc_start_req_t *req, const pro
 napi_value proc_prepare_start(napi_env env, sandbox_t *sb, napi_value *argv) {
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   start_op_t *op = op_prepare(env, &start_vt, sizeof(*op), sb);
   if (op == NULL) return NULL;
   op->carrier = &proc_engine_carrier;

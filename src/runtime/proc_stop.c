@@ -245,8 +245,7 @@ static void stop_start(op_t *o) {
     slot->op = op;
     slot->index = i;
     memcpy(slot->id, r->id, sizeof(slot->id));
-    err_t err;
-    err_init(&err);
+    err_t err = ERR_INIT;
     op->terms[i] =
         terminate_start(o->sb, r, op->dispose ? DISPOSE_GRACE_MS : op->grace_ms, on_terminated, slot, &err);
     if (op->terms[i] == NULL) {
@@ -297,8 +296,7 @@ static const op_vtable_t stop_vt = {.name = "stopProcess",
 napi_value proc_prepare_stop(napi_env env, sandbox_t *sb, napi_value *argv) {
   napi_value options = args_options(env, argv);
   if (options == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   napi_value pid = nu_get(env, options, "processId");
   int64_t grace = 5000;
   napi_value g = nu_get(env, options, "gracePeriodMs");

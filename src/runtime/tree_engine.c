@@ -128,8 +128,7 @@ static void report_later(eng_import_t *b) {
 static void import_report(void *ud) {
   eng_import_t *b = ud;
   b->timer = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   err_move(&err, &b->err);
   tree_import_done(b->t, err_is_set(&err) ? &err : NULL); /* may free b */
   err_clear(&err);
@@ -156,8 +155,7 @@ static void discard(eng_import_t *b) {
   const char *argv[10];
   size_t argc = tree_import_argv(argv, b->t, b->stage, "discard", b->marker, NULL);
   exec_callbacks_t cbs = {.on_done = on_discarded};
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   b->task = tree_run_script(sb, argv, argc, 0, &cbs, b, &err);
   err_clear(&err);
   if (b->task == NULL) report_later(b);
@@ -168,8 +166,7 @@ static void discard(eng_import_t *b) {
 static void on_published(void *ud, exec_result_t *result, err_t *err) {
   eng_import_t *b = ud;
   b->task = NULL;
-  err_t e;
-  err_init(&e);
+  err_t e = ERR_INIT;
   if (err != NULL) {
     err_move(&e, err);
     exec_result_free(result);
@@ -188,8 +185,7 @@ static void publish(eng_import_t *b) {
   const char *argv[10];
   size_t argc = tree_import_argv(argv, b->t, b->stage, "publish", b->marker, NULL);
   exec_callbacks_t cbs = {.on_done = on_published};
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   b->task = tree_run_script(sb, argv, argc, 0, &cbs, b, &err);
   if (b->task == NULL) {
     fail_with(b, &err);
@@ -265,8 +261,7 @@ static void start_pub(eng_import_t *b) {
   const char *argv[10];
   size_t argc = tree_import_argv(argv, b->t, b->stage, "await", b->marker, NULL);
   exec_callbacks_t cbs = {.on_output = on_pub_output, .on_done = on_pub_done};
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   b->pub = tree_run_script(sb, argv, argc, 1, &cbs, b, &err);
   err_clear(&err); /* without it, the upload's end runs its own exec */
 }
@@ -305,8 +300,7 @@ static void on_uploaded(void *ud, stream_req_t *r) {
   b->timer = NULL;
   int ok = stream_req_ok(r) && !b->stopping;
   if (!stream_req_ok(r)) {
-    err_t err;
-    err_init(&err);
+    err_t err = ERR_INIT;
     stream_req_error(r, &err);
     fail_with(b, &err);
   }
@@ -349,8 +343,7 @@ static int start_upload(eng_import_t *b, err_t *err) {
 
 static void prereqs_done(eng_import_t *b) {
   if (!b->have_owner || !b->have_anc) return;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   const ancestry_result_t *r = &b->anc_result;
   if (r->blocked) {
     char *probe = NULL;
@@ -382,8 +375,7 @@ static void on_owner(void *ud, err_t *err) {
   if (err != NULL) {
     ancestry_cancel(b->anc);
     b->anc = NULL;
-    err_t e;
-    err_init(&e);
+    err_t e = ERR_INIT;
     err_move(&e, err);
     fail_with(b, &e);
     report_later(b);
@@ -399,8 +391,7 @@ static void on_ancestry(void *ud, const ancestry_result_t *r, err_t *err) {
   if (err != NULL) {
     owner_cancel(b->owner);
     b->owner = NULL;
-    err_t e;
-    err_init(&e);
+    err_t e = ERR_INIT;
     err_move(&e, err);
     fail_with(b, &e);
     report_later(b);
@@ -458,8 +449,7 @@ static void on_extracted(void *ud, exec_result_t *result, err_t *err) {
   b->task = NULL;
   sbx_timer_cancel(b->timer);
   b->timer = NULL;
-  err_t e;
-  err_init(&e);
+  err_t e = ERR_INIT;
   if (err != NULL) {
     err_move(&e, err);
     exec_result_free(result);
@@ -754,8 +744,7 @@ static int on_download(void *ud, const uint8_t *data, size_t len) {
 static void on_downloaded(void *ud, stream_req_t *r) {
   eng_export_t *b = ud;
   b->get = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (b->failed || err_is_set(&b->early)) {
     err_move(&err, &b->early);
     if (!err_is_set(&err)) err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "The export stopped.");
@@ -782,8 +771,7 @@ static const stream_req_cbs_t get_cbs = {.on_data = on_download, .on_done = on_d
 
 static void start_get(eng_export_t *b, const char *rel) {
   sandbox_t *sb = b->x->op.sb;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   char *abs = strcmp(rel, ".") == 0 ? strdup(sb->workdir) : paths_container(sb->workdir, rel, &err);
   char *eabs = abs ? url_escape(abs) : NULL;
   char *name = url_escape(sb->container_name);
@@ -811,8 +799,7 @@ static const char *current_rel(eng_export_t *b) {
 static void on_export_ancestry(void *ud, const ancestry_result_t *r, err_t *err) {
   eng_export_t *b = ud;
   b->anc = NULL;
-  err_t e;
-  err_init(&e);
+  err_t e = ERR_INIT;
   if (err != NULL) {
     err_move(&e, err);
   } else if (r->blocked) {
@@ -836,8 +823,7 @@ static void next_source(eng_export_t *b) {
     export_finish(b, NULL);
     return;
   }
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   const char *rel = current_rel(b);
   int rc;
   if (x->req.kind == TREE_SEL_WORKSPACE) {
@@ -873,8 +859,7 @@ static void on_export_failed(void *ud) {
   b->timer = NULL;
   exec_task_cancel(b->task);
   b->task = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   err_move(&err, &b->early);
   export_finish(b, &err);
   err_clear(&err);
@@ -905,8 +890,7 @@ static void on_export_done(void *ud, exec_result_t *result, err_t *err) {
     if (err) err_clear(err);
     return;
   }
-  err_t e;
-  err_init(&e);
+  err_t e = ERR_INIT;
   if (err != NULL) {
     err_move(&e, err);
   } else if (result->exit_code != 0) {

@@ -122,8 +122,7 @@ static void import_start(op_t *o) {
   t->state = T_RUNNING;
   /* The first "drain" says the transport is ready for entries. */
   t->want_drain = 1;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (t->backend->start(t, &err) != 0) {
     t->state = T_DONE;
     op_settle(o, &err);
@@ -182,8 +181,7 @@ void tree_import_done(tree_import_t *t, err_t *err) {
   }
   if (state == T_RUNNING && (err == NULL || !err_is_set(err))) {
     /* The backend may not finish before every entry was given. */
-    err_t e;
-    err_init(&e);
+    err_t e = ERR_INIT;
     err_sandbox(&e, CODE_DOCKER_COMMAND_FAILED, "The import ended before all its entries were sent.");
     op_settle(o, &e);
     return;
@@ -277,8 +275,7 @@ static napi_value js_import_entry(napi_env env, napi_callback_info info) {
   tree_import_t *t = chan_import(env, argv[0]);
   if (t == NULL) return nu_number(env, TREE_PUSH_STOP);
   if (t->state != T_RUNNING) return nu_number(env, TREE_PUSH_STOP);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   char *path = NULL;
   bool is_dir = false;
   napi_get_value_bool(env, argv[1], &is_dir);
@@ -367,8 +364,7 @@ static napi_value js_import_data(napi_env env, napi_callback_info info) {
   if (nu_args(env, info, argv, 2) < 0) return NULL;
   tree_import_t *t = chan_import(env, argv[0]);
   if (t == NULL || t->state != T_RUNNING) return nu_number(env, TREE_PUSH_STOP);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   uint8_t *data = NULL;
   size_t len = 0;
   if (!nu_uint8array_view(env, argv[1], &data, &len)) {
@@ -399,8 +395,7 @@ static napi_value js_import_end(napi_env env, napi_callback_info info) {
   if (argc < 0) return NULL;
   tree_import_t *t = argc > 0 ? chan_import(env, argv[0]) : NULL;
   if (t == NULL || t->state != T_RUNNING) return nu_number(env, TREE_PUSH_STOP);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (close_file(t, &err) != 0) return nu_number(env, import_fail(t, &err));
   t->state = T_COMMITTING;
   t->want_drain = 0;
@@ -428,8 +423,7 @@ napi_value tree_import_prepare(napi_env env, sandbox_t *sb, napi_value *argv,
   jsenv_t *js = jsenv_get(env);
   napi_value options = nu_is_undefined(env, argv[1]) ? NULL : args_options(env, argv);
   if (!nu_is_undefined(env, argv[1]) && options == NULL) return NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   tree_import_req_t req;
   memset(&req, 0, sizeof(req));
   napi_value path = options ? nu_get(env, options, "path") : nu_undefined(env);
@@ -553,8 +547,7 @@ static void export_start(op_t *o) {
   x->started_ns = uv_hrtime();
   x->heard_ns = x->started_ns;
   x->state = T_RUNNING;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   if (x->backend->start(x, &err) != 0) {
     x->state = T_DONE;
     op_settle(o, &err);
@@ -904,8 +897,7 @@ static int read_selection(napi_env env, napi_value sel, tree_export_req_t *req, 
 napi_value tree_export_prepare(napi_env env, sandbox_t *sb, napi_value *argv,
                                const tree_export_backend_t *backend) {
   jsenv_t *js = jsenv_get(env);
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   tree_export_req_t req;
   memset(&req, 0, sizeof(req));
   napi_value options = argv[2];

@@ -62,8 +62,7 @@ static void task_finish(owner_task_t *t) {
   }
   owner_done_fn done = t->done;
   void *ud = t->ud;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   err_move(&err, &t->err);
   task_free(t);
   done(ud, err_is_set(&err) ? &err : NULL);
