@@ -85,15 +85,105 @@ static void copy_err(err_t *to, const err_t *from) {
   err_set(to, from->kind, from->code, "%s", from->message ? from->message : "The sandbox agent cannot run here.");
 }
 
+/* ================= waiting for the agent =================
+ * Both transfers begin the same way: the agent ready now, the backend begins; not yet, the
+ * wake (which may come from inside agent_conn_when_ready, when connecting fails at once)
+ * is handled from a timer; the agent cannot be used, the engine's backend takes the
+ * transfer in transport "auto" (before any entry was taken) or it fails (agent_op_refuse). */
+
+typedef struct ag_wait_ops {
+  int (*begin)(void *b, err_t *err);           /* the agent is ready: 0, or -1 with err set */
+  int (*fall_back)(void *front, err_t *err);    /* the engine's backend takes it (b freed) */
+  void (*failed)(void *front, err_t *err);      /* a later begin or fall-back failed: the end */
+} ag_wait_ops_t;
+
+typedef struct ag_wait {
+  const ag_wait_ops_t *ops;
+  void *b, *front;
+  sandbox_t *sb;
+  io_t *io;
+  agent_conn_t *conn;
+  agent_waiter_t waiter;
+  err_t why;          /* the agent cannot be used: why (between the wake and its handling) */
+  sbx_timer_t *timer; /* the wake's handling */
+} ag_wait_t;
+
+static int wait_init(ag_wait_t *w, const ag_wait_ops_t *ops, void *b, void *front, sandbox_t *sb, io_t *io,
+                     err_t *err) {
+  *w = (ag_wait_t){.ops = ops, .b = b, .front = front, .sb = sb, .io = io, .why = ERR_INIT};
+  w->conn = agent_op_conn(sb);
+  return w->conn == NULL ? err_oom(err) : 0;
+}
+
+/* Stops waiting (nothing is begun after it). */
+static void wait_cancel(ag_wait_t *w) {
+  if (w->conn) agent_conn_cancel_wait(w->conn, &w->waiter);
+  sbx_timer_cancel(w->timer);
+  w->timer = NULL;
+}
+
+static void wait_free(ag_wait_t *w) {
+  wait_cancel(w);
+  err_clear(&w->why);
+}
+
+static int wait_fall_back(ag_wait_t *w, const err_t *why, err_t *err) {
+  if (agent_op_refuse(w->sb, why ? why->message : NULL, err)) return -1;
+  return w->ops->fall_back(w->front, err); /* frees w */
+}
+
+static void on_wake(agent_waiter_t *aw, const err_t *why);
+
+/* Begins now, once the agent is ready, or falls back. 0, or -1 with err set. */
+static int wait_try(ag_wait_t *w, err_t *err) {
+  err_t why = ERR_INIT;
+  w->waiter.fn = on_wake;
+  int rc = agent_conn_when_ready(w->conn, &w->waiter, &why);
+  if (rc == 1) return w->ops->begin(w->b, err);
+  if (rc == 0) return 0;
+  rc = wait_fall_back(w, &why, err);
+  err_clear(&why);
+  return rc;
+}
+
+static void on_woken(void *ud) {
+  ag_wait_t *w = ud;
+  w->timer = NULL;
+  const ag_wait_ops_t *ops = w->ops;
+  void *front = w->front;
+  err_t err = ERR_INIT, why = ERR_INIT;
+  int rc;
+  if (err_is_set(&w->why)) {
+    err_move(&why, &w->why);
+    rc = wait_fall_back(w, &why, &err); /* frees w */
+  } else {
+    rc = wait_try(w, &err);
+  }
+  if (rc != 0) ops->failed(front, &err);
+  err_clear(&why);
+  err_clear(&err);
+}
+
+static void on_wake(agent_waiter_t *aw, const err_t *why) {
+  ag_wait_t *w = (ag_wait_t *)((char *)aw - offsetof(ag_wait_t, waiter));
+  if (why != NULL) copy_err(&w->why, why);
+  sbx_timer_cancel(w->timer);
+  w->timer = sbx_timer_start(w->io, 0, on_woken, w);
+  if (w->timer == NULL) {
+    err_t err = ERR_INIT;
+    err_sandbox(&err, CODE_INVALID_STATE, "The addon is shutting down.");
+    w->ops->failed(w->front, &err);
+    err_clear(&err);
+  }
+}
+
 /* ================= import ================= */
 
 enum { AI_WAIT = 1, AI_SEND, AI_CLEAN, AI_DONE };
 
 typedef struct ag_import {
   tree_import_t *t;
-  agent_conn_t *conn;
-  agent_waiter_t waiter;
-  err_t why; /* the agent cannot be used: why (between the wake and its handling) */
+  ag_wait_t wait;
   agent_req_t *req;
   int as_user;
   char stage[64];
@@ -116,8 +206,7 @@ static void import_free(tree_import_t *t);
 static void import_report(void *ud) {
   ag_import_t *b = ud;
   b->timer = NULL;
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   err_move(&err, &b->err);
   tree_import_done(b->t, err_is_set(&err) ? &err : NULL); /* may free b */
   err_clear(&err);
@@ -157,8 +246,7 @@ static void clean_up(ag_import_t *b, const char *mode) {
   const char *argv[10];
   size_t argc = tree_import_argv(argv, b->t, b->stage, mode, b->marker, group[0] ? group : NULL);
   exec_callbacks_t cbs = {.on_done = on_cleaned};
-  err_t err;
-  err_init(&err);
+  err_t err = ERR_INIT;
   b->clean = tree_run_script(b->t->op.sb, argv, argc, 0, &cbs, b, &err);
   err_clear(&err);
   if (b->clean == NULL) report_later(b);
@@ -174,8 +262,7 @@ static void cut(ag_import_t *b) {
 /* ---- the EXEC ---- */
 
 static void import_result(ag_import_t *b, const aw_exit_t *x) {
-  err_t e;
-  err_init(&e);
+  err_t e = ERR_INIT;
   exec_result_t *r = b->result;
   b->result = NULL;
   int killed = x->how != AW_EXIT_CODE || (x->flags & (AW_EXITF_CANCELLED | AW_EXITF_TIMED_OUT)) != 0;
@@ -201,8 +288,7 @@ static void import_result(ag_import_t *b, const aw_exit_t *x) {
 
 static void on_import_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
   ag_import_t *b = ud;
-  err_t e;
-  err_init(&e);
+  err_t e = ERR_INIT;
   switch (ev->type) {
     case AE_STARTED:
       b->pgid = ev->started.pgid;
@@ -265,7 +351,8 @@ static int hand_on(ag_import_t *b, int end, err_t *err) {
   return 0;
 }
 
-static int import_begin(ag_import_t *b, err_t *err) {
+static int import_begin(void *ud, err_t *err) {
+  ag_import_t *b = ud;
   const char *argv[10];
   size_t argc = tree_import_argv(argv, b->t, b->stage, "stream", b->marker, NULL);
   exec_spec_t spec;
@@ -279,7 +366,7 @@ static int import_begin(ag_import_t *b, err_t *err) {
     exec_spec_free(&spec);
     return err_oom(err);
   }
-  b->req = agent_req_start(b->conn, &m.msg, on_import_event, b, err);
+  b->req = agent_req_start(b->wait.conn, &m.msg, on_import_event, b, err);
   agent_exec_msg_free(&m);
   exec_spec_free(&spec);
   if (b->req == NULL) return -1;
@@ -289,64 +376,17 @@ static int import_begin(ag_import_t *b, err_t *err) {
   return 0;
 }
 
-/* The agent cannot be used: the engine's backend takes the import (b is freed), or the
- * transport says fail. 0, or -1 with err set. */
-static int import_fall_back(tree_import_t *t, const err_t *why, err_t *err) {
-  if (agent_op_refuse(t->op.sb, why ? why->message : NULL, err)) return -1;
+/* The agent cannot be used: the engine's backend takes the import (b is freed). */
+static int import_fall_back(void *front, err_t *err) {
+  tree_import_t *t = front;
   import_free(t);
   t->backend = engine_runtime_ops.tree_import;
   return t->backend->start(t, err);
 }
 
-static void on_import_wake(agent_waiter_t *w, const err_t *why);
+static void import_failed(void *front, err_t *err) { tree_import_done(front, err); }
 
-/* Begins now, once the agent is ready, or falls back. 0, or -1 with err set. */
-static int import_try(ag_import_t *b, err_t *err) {
-  err_t why;
-  err_init(&why);
-  b->waiter.fn = on_import_wake;
-  int rc = agent_conn_when_ready(b->conn, &b->waiter, &why);
-  if (rc == 1) return import_begin(b, err);
-  if (rc == 0) return 0;
-  rc = import_fall_back(b->t, &why, err);
-  err_clear(&why);
-  return rc;
-}
-
-static void on_import_woken(void *ud) {
-  ag_import_t *b = ud;
-  b->timer = NULL;
-  tree_import_t *t = b->t;
-  err_t err, why;
-  err_init(&err);
-  err_init(&why);
-  int rc;
-  if (err_is_set(&b->why)) {
-    err_move(&why, &b->why);
-    rc = import_fall_back(t, &why, &err); /* frees b */
-  } else {
-    rc = import_try(b, &err);
-  }
-  if (rc != 0) tree_import_done(t, &err);
-  err_clear(&why);
-  err_clear(&err);
-}
-
-/* The wait is over (from the loop, or from inside agent_conn_when_ready when connecting
- * fails at once): handled from a timer either way. */
-static void on_import_wake(agent_waiter_t *w, const err_t *why) {
-  ag_import_t *b = (ag_import_t *)((char *)w - offsetof(ag_import_t, waiter));
-  if (why != NULL) copy_err(&b->why, why);
-  sbx_timer_cancel(b->timer);
-  b->timer = sbx_timer_start(b->t->op.js->io, 0, on_import_woken, b);
-  if (b->timer == NULL) {
-    err_t err;
-    err_init(&err);
-    err_sandbox(&err, CODE_INVALID_STATE, "The addon is shutting down.");
-    fail_with(b, &err);
-    import_report(b);
-  }
-}
+static const ag_wait_ops_t import_wait = {.begin = import_begin, .fall_back = import_fall_back, .failed = import_failed};
 
 static int import_start(tree_import_t *t, err_t *err) {
   ag_import_t *b = calloc(1, sizeof(*b));
@@ -355,15 +395,13 @@ static int import_start(tree_import_t *t, err_t *err) {
   b->t = t;
   buf_init(&b->out, 0);
   err_init(&b->err);
-  err_init(&b->why);
   b->phase = AI_WAIT;
   if (tree_random_name(b->stage, sizeof(b->stage), "import") != 0 ||
       tree_random_name(b->marker, sizeof(b->marker), "commit") != 0)
     return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "No randomness for the staging directory's name.");
   b->as_user = !user_is_root(t->op.sb->user);
-  b->conn = agent_op_conn(t->op.sb);
-  if (b->conn == NULL) return err_oom(err);
-  return import_try(b, err);
+  if (wait_init(&b->wait, &import_wait, b, t, t->op.sb, t->op.js->io, err) != 0) return -1;
+  return wait_try(&b->wait, err);
 }
 
 static int import_entry(tree_import_t *t, const tree_entry_t *e, err_t *err) {
@@ -409,7 +447,7 @@ static void import_stop(tree_import_t *t, int now) {
   ag_import_t *b = t->be;
   if (b == NULL) return;
   if (now) {
-    if (b->conn) agent_conn_cancel_wait(b->conn, &b->waiter);
+    wait_cancel(&b->wait);
     agent_req_cancel(b->req);
     b->req = NULL;
     exec_task_cancel(b->clean);
@@ -424,7 +462,7 @@ static void import_stop(tree_import_t *t, int now) {
   buf_reset(&b->out); /* what was not handed on is dropped */
   switch (b->phase) {
     case AI_WAIT:
-      if (b->conn) agent_conn_cancel_wait(b->conn, &b->waiter);
+      wait_cancel(&b->wait);
       report_later(b); /* nothing was staged */
       return;
     case AI_SEND:
@@ -451,7 +489,7 @@ static void import_free(tree_import_t *t) {
   buf_free(&b->out);
   exec_result_free(b->result);
   err_clear(&b->err);
-  err_clear(&b->why);
+  wait_free(&b->wait);
   free(b);
   t->be = NULL;
 }
@@ -471,23 +509,19 @@ const tree_import_backend_t tree_agent_import_backend = {
 
 typedef struct ag_export {
   tree_export_t *x;
-  agent_conn_t *conn;
-  agent_waiter_t waiter;
-  err_t why;
+  ag_wait_t wait;
   agent_req_t *req;
   tree_src_t src;
   exec_result_t *result;
   uint64_t got[4];
   uint64_t withheld; /* archive bytes taken and not credited again (paused) */
   int paused;
-  sbx_timer_t *timer;
 } ag_export_t;
 
 static void export_free(tree_export_t *x);
 
 static void export_result(ag_export_t *b, const aw_exit_t *x) {
-  err_t e;
-  err_init(&e);
+  err_t e = ERR_INIT;
   exec_result_t *r = b->result;
   b->result = NULL;
   if (result_lies(x, b->got)) {
@@ -509,8 +543,7 @@ static void export_result(ag_export_t *b, const aw_exit_t *x) {
 
 static void on_export_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
   ag_export_t *b = ud;
-  err_t e;
-  err_init(&e);
+  err_t e = ERR_INIT;
   switch (ev->type) {
     case AE_STARTED:
     case AE_EXITED:
@@ -554,7 +587,8 @@ static void on_export_event(agent_req_t *req, const agent_event_t *ev, void *ud)
   }
 }
 
-static int export_begin(ag_export_t *b, err_t *err) {
+static int export_begin(void *ud, err_t *err) {
+  ag_export_t *b = ud;
   size_t argc = 0;
   const char **argv = tree_export_argv(&b->src, b->x, &argc);
   if (argv == NULL) return err_oom(err);
@@ -568,75 +602,30 @@ static int export_begin(ag_export_t *b, err_t *err) {
     exec_spec_free(&spec);
     return err_oom(err);
   }
-  b->req = agent_req_start(b->conn, &m.msg, on_export_event, b, err);
+  b->req = agent_req_start(b->wait.conn, &m.msg, on_export_event, b, err);
   agent_exec_msg_free(&m);
   exec_spec_free(&spec);
   return b->req == NULL ? -1 : 0;
 }
 
-static int export_fall_back(tree_export_t *x, const err_t *why, err_t *err) {
-  if (agent_op_refuse(x->op.sb, why ? why->message : NULL, err)) return -1;
+static int export_fall_back(void *front, err_t *err) {
+  tree_export_t *x = front;
   export_free(x);
   x->backend = engine_runtime_ops.tree_export;
   return x->backend->start(x, err);
 }
 
-static void on_export_wake(agent_waiter_t *w, const err_t *why);
+static void export_failed(void *front, err_t *err) { tree_export_done(front, err); }
 
-static int export_try(ag_export_t *b, err_t *err) {
-  err_t why;
-  err_init(&why);
-  b->waiter.fn = on_export_wake;
-  int rc = agent_conn_when_ready(b->conn, &b->waiter, &why);
-  if (rc == 1) return export_begin(b, err);
-  if (rc == 0) return 0;
-  rc = export_fall_back(b->x, &why, err);
-  err_clear(&why);
-  return rc;
-}
-
-static void on_export_woken(void *ud) {
-  ag_export_t *b = ud;
-  b->timer = NULL;
-  tree_export_t *x = b->x;
-  err_t err, why;
-  err_init(&err);
-  err_init(&why);
-  int rc;
-  if (err_is_set(&b->why)) {
-    err_move(&why, &b->why);
-    rc = export_fall_back(x, &why, &err); /* frees b */
-  } else {
-    rc = export_try(b, &err);
-  }
-  if (rc != 0) tree_export_done(x, &err);
-  err_clear(&why);
-  err_clear(&err);
-}
-
-static void on_export_wake(agent_waiter_t *w, const err_t *why) {
-  ag_export_t *b = (ag_export_t *)((char *)w - offsetof(ag_export_t, waiter));
-  if (why != NULL) copy_err(&b->why, why);
-  sbx_timer_cancel(b->timer);
-  b->timer = sbx_timer_start(b->x->op.js->io, 0, on_export_woken, b);
-  if (b->timer == NULL) {
-    err_t err;
-    err_init(&err);
-    err_sandbox(&err, CODE_INVALID_STATE, "The addon is shutting down.");
-    tree_export_done(b->x, &err);
-    err_clear(&err);
-  }
-}
+static const ag_wait_ops_t export_wait = {.begin = export_begin, .fall_back = export_fall_back, .failed = export_failed};
 
 static int export_start(tree_export_t *x, err_t *err) {
   ag_export_t *b = calloc(1, sizeof(*b));
   if (b == NULL) return err_oom(err);
   x->be = b;
   b->x = x;
-  err_init(&b->why);
-  b->conn = agent_op_conn(x->op.sb);
-  if (b->conn == NULL) return err_oom(err);
-  return export_try(b, err);
+  if (wait_init(&b->wait, &export_wait, b, x, x->op.sb, x->op.js->io, err) != 0) return -1;
+  return wait_try(&b->wait, err);
 }
 
 static void export_pause(tree_export_t *x) {
@@ -655,11 +644,9 @@ static void export_resume(tree_export_t *x) {
 static void export_stop(tree_export_t *x) {
   ag_export_t *b = x->be;
   if (b == NULL) return;
-  if (b->conn) agent_conn_cancel_wait(b->conn, &b->waiter);
+  wait_cancel(&b->wait);
   agent_req_cancel(b->req);
   b->req = NULL;
-  sbx_timer_cancel(b->timer);
-  b->timer = NULL;
 }
 
 static void export_free(tree_export_t *x) {
@@ -668,7 +655,7 @@ static void export_free(tree_export_t *x) {
   export_stop(x);
   tree_src_free(&b->src);
   exec_result_free(b->result);
-  err_clear(&b->why);
+  wait_free(&b->wait);
   free(b);
   x->be = NULL;
 }
