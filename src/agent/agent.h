@@ -18,6 +18,7 @@
  *   out.c                            the output queue, frames, flushing
  *   req.c                            the request table, credit windows
  *   exec.c files.c ports.c procs.c   the operations
+ *   watch.c                          WATCH (above files.c, whose workdir descriptor it uses)
  *   ops.c                            a request's type -> the operation's file; the scheduler
  *   conn.c                           reading, checking and dispatching the host's frames
  *   main.c                           the start, the poll() loop, timers, the exit
@@ -142,6 +143,10 @@ typedef struct list_state {
   size_t pending_len;
 } list_state_t;
 
+/* WATCH: its state is watch.c's alone (inotify, the map of watched directories, the
+ * buffers); the request holds a pointer to it. */
+typedef struct watch_state watch_state_t;
+
 typedef struct port_state {
   uint16_t port, flags;
   int64_t start_ms, deadline_ms, next_ms;
@@ -164,6 +169,7 @@ struct req {
     write_state_t write;
     list_state_t list;
     port_state_t port;
+    watch_state_t *watch;
   } u;
 };
 
@@ -343,6 +349,15 @@ int64_t port_due(const req_t *r);
 void procs_signal_run(uint32_t id, const uint8_t *p, size_t len);
 void procs_alive_run(uint32_t id, const uint8_t *p, size_t len);
 
+/* ---- watch.c: WATCH ---- */
+void watch_start(uint32_t id, const uint8_t *p, size_t len);
+int watch_produce(req_t *r, int which);
+/* Records held and credit for the first, or inotify events to convert. */
+int watch_ready(const req_t *r, int which);
+void watch_closed(req_t *r); /* the poll loop closed its descriptor: the request fails */
+void watch_cancel(req_t *r, uint16_t why); /* as req_end */
+void watch_close(req_t *r);
+
 /* ---- ops.c: what depends on a request's type ---- */
 /* Ends a request: AW_E_CANCELLED or AW_E_SHUTDOWN is reported (exec: as a RESULT with
  * its flag, once the child is reaped); 0 reports nothing (an ERROR was already sent). */
@@ -358,6 +373,12 @@ int op_start(uint32_t id, uint8_t type, const uint8_t *p, size_t len);
 int op_source_ready(req_t *r, int which);
 int op_detached(const req_t *r); /* survives the agent's exit (a detached EXEC) */
 int op_polled(const req_t *r);   /* its output descriptors belong in the poll set */
+/* The descriptor its input waits to be written to (a command's stdin pipe with bytes
+ * held), or -1: main.c polls it for POLLOUT and calls op_input_ready when it is. */
+int op_input_fd(const req_t *r);
+void op_input_ready(req_t *r);
+/* main.c closed one of its polled output descriptors at its end (a pipe hung up). */
+void op_output_closed(req_t *r);
 int64_t op_next_due(void);       /* the earliest time a request's timer wants, 0: none */
 void op_run_timers(int64_t now);
 void op_schedule_output(void); /* round-robin data frames into the queue */

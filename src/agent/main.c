@@ -171,7 +171,7 @@ static int setup(int argc, char **argv) {
 
 typedef struct pref {
   req_t *r;
-  int kind; /* 0 out[0], 1 out[1], 2 stdin pipe */
+  int kind; /* 0 out[0], 1 out[1], 2 the descriptor its input waits on (op_input_fd) */
 } pref_t;
 
 enum { P_IN = 0, P_OUT = 1, P_SIG = 2, P_FIRST = 3 };
@@ -193,7 +193,7 @@ static void on_signals(void) {
 static void on_pipe_event(req_t *r, int kind, short revents) {
   if (r->finished) return;
   if (kind == 2) {
-    exec_stdin_ready(r);
+    op_input_ready(r);
     return;
   }
   ostream_t *o = &r->out[kind];
@@ -212,7 +212,7 @@ static void on_pipe_event(req_t *r, int kind, short revents) {
       util_close_fd(&o->fd);
       o->active = 0;
       o->ready = 0;
-      exec_check(r);
+      op_output_closed(r);
     } else {
       o->hup = 1; /* bytes wait for credit: stop polling until it comes */
     }
@@ -296,8 +296,9 @@ static void loop(void) {
         refs[n].kind = k;
         n++;
       }
-      if (r->u.exec.stdin_fd >= 0 && r->u.exec.stdin_len > 0) {
-        pfd[n].fd = r->u.exec.stdin_fd;
+      int in_fd = op_input_fd(r);
+      if (in_fd >= 0) {
+        pfd[n].fd = in_fd;
         pfd[n].events = POLLOUT;
         refs[n].r = r;
         refs[n].kind = 2;

@@ -1,8 +1,9 @@
 /*
  * ops.c - what depends on a request's type, in one place above the operations: the table
  * of request types (which file starts a request, cancels it, takes its input, produces
- * its output, runs its timer and releases it); the round-robin scheduler that interleaves data frames; the sweep of finished records; and
- * the end of every request when the agent exits.
+ * its output, runs its timer and releases it, and which descriptors the poll loop
+ * watches for it); the round-robin scheduler that interleaves data frames; the sweep of
+ * finished records; and the end of every request when the agent exits.
  *
  * Owns: nothing; the records are req.c's and what is inside them their type's file's.
  * Data frames are queued only while the output queue holds less than AG_OUT_HIGH, one
@@ -12,8 +13,8 @@
 #define _GNU_SOURCE
 #include "agent.h"
 
-/* What each request type does, one row per type; NULL: the type has none of it. Every
- * other file asks here rather than looking at a request's type itself. */
+/* What each request type does, one row per type; NULL (a member left out): the type has
+ * none of it. Every other file asks here rather than looking at a request's type itself. */
 typedef struct ag_type {
   uint8_t type;
   void (*start)(uint32_t id, const uint8_t *p, size_t len); /* the request's frame */
@@ -26,23 +27,38 @@ typedef struct ag_type {
   int (*detached)(const req_t *r);      /* survives the agent's exit */
   void (*close)(req_t *r);              /* releases what a finished record holds */
   int polled;                           /* its output descriptors are in the poll set */
+  int (*input_fd)(const req_t *r);      /* a descriptor its input waits on, or -1 */
+  void (*input_ready)(req_t *r);        /* that descriptor is writable */
+  void (*output_closed)(req_t *r);      /* main.c closed a polled output at its end */
 } ag_type_t;
+
+/* EXEC's stdin pipe while bytes wait for it. The pipe and the bytes are exec.c's; this
+ * only reads them, for the poll loop. */
+static int stdin_waiting(const req_t *r) {
+  return r->u.exec.stdin_fd >= 0 && r->u.exec.stdin_len > 0 ? r->u.exec.stdin_fd : -1;
+}
 
 /* Indexed by type code from AW_T_EXEC (the request types are contiguous), so that the
  * scheduler's and the poll loop's look-ups are one index. */
 #define FIRST AW_T_EXEC
 static const ag_type_t TYPES[] = {
-    {AW_T_EXEC, exec_start, exec_cancel, exec_stdin_data, exec_produce, exec_ready, exec_timer, exec_due,
-     exec_detached, exec_close, 1},
-    {AW_T_READ, files_read_start, files_cancel, NULL, files_read_produce, NULL, NULL, NULL, NULL, files_close, 0},
-    {AW_T_WRITE, files_write_start, files_cancel, files_write_data, NULL, NULL, NULL, NULL, NULL, files_close, 0},
-    {AW_T_MKDIR, files_mkdir_run, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0},
-    {AW_T_LIST, files_list_start, files_cancel, NULL, files_list_produce, files_list_ready, NULL, NULL, NULL,
-     files_close, 0},
-    {AW_T_PORT_WAIT, port_start, NULL, NULL, NULL, NULL, port_timer, port_due, NULL, NULL, 0},
-    {AW_T_SIGNAL, procs_signal_run, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0},
-    {AW_T_GROUP_ALIVE, procs_alive_run, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0},
+    {.type = AW_T_EXEC, .start = exec_start, .cancel = exec_cancel, .data = exec_stdin_data, .produce = exec_produce,
+     .ready = exec_ready, .timer = exec_timer, .due = exec_due, .detached = exec_detached, .close = exec_close,
+     .polled = 1, .input_fd = stdin_waiting, .input_ready = exec_stdin_ready, .output_closed = exec_check},
+    {.type = AW_T_READ, .start = files_read_start, .cancel = files_cancel, .produce = files_read_produce,
+     .close = files_close},
+    {.type = AW_T_WRITE, .start = files_write_start, .cancel = files_cancel, .data = files_write_data,
+     .close = files_close},
+    {.type = AW_T_MKDIR, .start = files_mkdir_run},
+    {.type = AW_T_LIST, .start = files_list_start, .cancel = files_cancel, .produce = files_list_produce,
+     .ready = files_list_ready, .close = files_close},
+    {.type = AW_T_PORT_WAIT, .start = port_start, .timer = port_timer, .due = port_due},
+    {.type = AW_T_SIGNAL, .start = procs_signal_run},
+    {.type = AW_T_GROUP_ALIVE, .start = procs_alive_run},
+    {.type = AW_T_WATCH, .start = watch_start, .cancel = watch_cancel, .produce = watch_produce,
+     .ready = watch_ready, .close = watch_close, .polled = 1, .output_closed = watch_closed},
 };
+_Static_assert(sizeof(TYPES) / sizeof(TYPES[0]) == AW_T_WATCH - FIRST + 1, "one row per request type, in order");
 
 static const ag_type_t *type_of(uint8_t type) {
   size_t i = (size_t)type - FIRST;
@@ -96,6 +112,21 @@ int op_detached(const req_t *r) {
 int op_polled(const req_t *r) {
   const ag_type_t *t = type_of(r->type);
   return t != NULL && t->polled;
+}
+
+int op_input_fd(const req_t *r) {
+  const ag_type_t *t = type_of(r->type);
+  return t != NULL && t->input_fd != NULL ? t->input_fd(r) : -1;
+}
+
+void op_input_ready(req_t *r) {
+  const ag_type_t *t = type_of(r->type);
+  if (t != NULL && t->input_ready != NULL) t->input_ready(r);
+}
+
+void op_output_closed(req_t *r) {
+  const ag_type_t *t = type_of(r->type);
+  if (t != NULL && t->output_closed != NULL) t->output_closed(r);
 }
 
 int64_t op_next_due(void) {

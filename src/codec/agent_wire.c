@@ -570,3 +570,60 @@ int aw_put_entry(aw_writer_t *w, const aw_entry_t *e) {
   }
   return AW_OK;
 }
+
+/* ---- WATCH records ---- */
+
+size_t aw_wevent_size(const aw_wevent_t *e) { return AW_WATCH_FIXED + (size_t)e->path.len; }
+
+/* A relative path of clean components: none empty, "." or "..". */
+static int clean_relative(const uint8_t *p, size_t n) {
+  size_t start = 0;
+  for (size_t i = 0; i <= n; i++) {
+    if (i < n && p[i] != '/') continue;
+    size_t c = i - start;
+    if (c == 0 || c > AW_MAX_NAME) return 0;
+    if ((c == 1 && p[start] == '.') || (c == 2 && p[start] == '.' && p[start + 1] == '.')) return 0;
+    start = i + 1;
+  }
+  return 1;
+}
+
+int aw_wevent_next(const uint8_t **p, size_t *len, aw_wevent_t *e) {
+  if (*len == 0) return 0;
+  cur_t c;
+  cur_init(&c, *p, *len);
+  e->type = r8(&c);
+  e->kind = r8(&c);
+  uint16_t n = r16(&c);
+  if (c.err) return c.err;
+  if (e->type < AW_WEV_CREATE || e->type > AW_WEV_OVERFLOW || e->kind > AW_WKIND_DIR) return AW_ERR_VALUE;
+  if (e->type == AW_WEV_OVERFLOW) {
+    if (n != 0 || e->kind != AW_WKIND_NONE) return AW_ERR_VALUE;
+  } else {
+    if (n == 0 || n > AW_MAX_PATH) return AW_ERR_LIMIT;
+    if (e->kind == AW_WKIND_NONE) return AW_ERR_VALUE;
+    if (c.len < n) return AW_ERR_SHORT;
+    if (aw_has_nul(c.p, n)) return AW_ERR_NUL;
+    if (!clean_relative(c.p, n)) return AW_ERR_VALUE;
+  }
+  e->path.p = c.p;
+  e->path.len = n;
+  *p = c.p + n;
+  *len = c.len - n;
+  return 1;
+}
+
+int aw_put_wevent(aw_writer_t *w, const aw_wevent_t *e) {
+  if (e->path.len > AW_MAX_PATH) return AW_ERR_LIMIT;
+  size_t start = w->len;
+  aw_w_u8(w, e->type);
+  aw_w_u8(w, e->kind);
+  aw_w_u16(w, (uint16_t)e->path.len);
+  aw_w_raw(w, e->path.p, e->path.len);
+  if (w->overflow) {
+    w->len = start;
+    w->overflow = 0;
+    return AW_ERR_OVERFLOW;
+  }
+  return AW_OK;
+}

@@ -41,6 +41,9 @@
 #define AW_ENTRY_MAX (AW_ENTRY_FIXED + AW_MAX_NAME)
 #define AW_MAX_TIMEOUT_MS 86400000u   /* PORT_WAIT timeout and interval: one day */
 #define AW_MIN_INTERVAL_MS 10u
+#define AW_MAX_WATCHES 65536u       /* WATCH max_watches: directories watched by one request */
+#define AW_WATCH_FIXED 4u           /* a watch record without its path */
+#define AW_WATCH_MAX (AW_WATCH_FIXED + AW_MAX_PATH)
 
 /* ---- frame types ----
  * AW_FRAME_TYPES(T): T(NAME, code, sender), sender AGENT, HOST or BOTH. The enum, the
@@ -65,7 +68,8 @@
   T(LIST, 0x27, HOST)     \
   T(PORT_WAIT, 0x28, HOST) \
   T(SIGNAL, 0x29, HOST)   \
-  T(GROUP_ALIVE, 0x2A, HOST)
+  T(GROUP_ALIVE, 0x2A, HOST) \
+  T(WATCH, 0x2B, HOST)
 
 #define AW_TYPE_ENUM_(name, code, sender) AW_T_##name = code,
 enum { AW_FRAME_TYPES(AW_TYPE_ENUM_) };
@@ -78,7 +82,7 @@ enum { AW_FRAME_TYPES(AW_TYPE_ENUM_) };
 enum {
   AW_S_NONE = 0,
   AW_S_IN = 1,  /* host -> agent: EXEC stdin, WRITE content */
-  AW_S_OUT = 2, /* agent -> host: EXEC stdout, READ content, LIST records */
+  AW_S_OUT = 2, /* agent -> host: EXEC stdout, READ content, LIST and WATCH records */
   AW_S_ERR = 3, /* agent -> host: EXEC stderr */
 };
 
@@ -125,6 +129,19 @@ enum { AW_EXIT_CODE = 0, AW_EXIT_SIGNAL = 1 };
 /* SIGNAL flags. */
 #define AW_SIGNAL_TREE 0x01u /* freeze and signal the group's whole tree, not just the group */
 #define AW_SIGNAL_FLAGS_ALL 0x01u
+
+/* WATCH flags. */
+#define AW_WATCH_RECURSIVE 0x01u /* every directory beneath, including ones made later */
+#define AW_WATCH_FLAGS_ALL 0x01u
+
+/* WATCH RESULT flags (a watch ends by itself only when its directory is gone). */
+#define AW_WATCHF_ROOT_GONE 0x01u /* the watched directory was deleted or moved away */
+#define AW_WATCHF_LIMIT 0x02u     /* max_watches reached: directories past it were not watched */
+#define AW_WATCHF_ALL 0x03u
+
+/* WATCH record types and kinds. */
+enum { AW_WEV_CREATE = 1, AW_WEV_MODIFY = 2, AW_WEV_DELETE = 3, AW_WEV_RENAME = 4, AW_WEV_OVERFLOW = 5 };
+enum { AW_WKIND_NONE = 0, AW_WKIND_FILE = 1, AW_WKIND_DIR = 2 };
 
 /* LIST record types. */
 enum { AW_ENT_UNKNOWN = 0, AW_ENT_FILE = 1, AW_ENT_DIR = 2, AW_ENT_SYMLINK = 3, AW_ENT_OTHER = 4 };
@@ -401,6 +418,16 @@ int aw_w_end(aw_writer_t *w, size_t start);
   F(U32, members, 0, 0xffffffff)                    \
   F(U32, zombies, 0, 0xffffffff)
 
+#define AW_WATCH_FIELDS(F)                          \
+  F(MASK32, flags, AW_WATCH_FLAGS_ALL, 0)           \
+  F(U32, window, 0, AW_MAX_WINDOW)                  \
+  F(U32L, max_watches, 1, AW_MAX_WATCHES)           \
+  F(BLOB, path, AW_MAX_PATH, 1)
+
+#define AW_WATCH_RESULT_FIELDS(F)                   \
+  F(U64, events, 0, 0)                              \
+  F(MASK32, flags, AW_WATCHF_ALL, 0)
+
 #define AW_MESSAGES(M)                                                                                \
   M(hello, HELLO, AGENT, aw_hello_t, aw_hello_t, AW_HELLO_FIELDS, aw_check_hello)                     \
   M(host_hello, HOST_HELLO, HOST, aw_host_hello_t, aw_host_hello_t, AW_HOST_HELLO_FIELDS,             \
@@ -423,7 +450,9 @@ int aw_w_end(aw_writer_t *w, size_t start);
   M(signal, SIGNAL, HOST, aw_signal_req_t, aw_signal_req_t, AW_SIGNAL_FIELDS, AW_NO_CHECK)            \
   M(signal_result, RESULT, AGENT, aw_signal_res_t, aw_signal_res_t, AW_SIGNAL_RESULT_FIELDS, AW_NO_CHECK) \
   M(group_alive, GROUP_ALIVE, HOST, aw_alive_req_t, aw_alive_req_t, AW_GROUP_ALIVE_FIELDS, AW_NO_CHECK) \
-  M(alive_result, RESULT, AGENT, aw_alive_res_t, aw_alive_res_t, AW_ALIVE_RESULT_FIELDS, aw_check_alive_result)
+  M(alive_result, RESULT, AGENT, aw_alive_res_t, aw_alive_res_t, AW_ALIVE_RESULT_FIELDS, aw_check_alive_result) \
+  M(watch, WATCH, HOST, aw_watch_req_t, aw_watch_req_t, AW_WATCH_FIELDS, AW_NO_CHECK)                 \
+  M(watch_result, RESULT, AGENT, aw_watch_res_t, aw_watch_res_t, AW_WATCH_RESULT_FIELDS, AW_NO_CHECK)
 
 /* The structs: members in field order (the C tests initialize them by position). */
 #define AW_MEMBER_(kind, member, a, b) AW_MEMBER_##kind(member)
@@ -471,6 +500,8 @@ typedef struct aw_signal_req { AW_SIGNAL_FIELDS(AW_MEMBER_) } aw_signal_req_t;
 typedef struct aw_signal_res { AW_SIGNAL_RESULT_FIELDS(AW_MEMBER_) } aw_signal_res_t;
 typedef struct aw_alive_req { AW_GROUP_ALIVE_FIELDS(AW_MEMBER_) } aw_alive_req_t;
 typedef struct aw_alive_res { AW_ALIVE_RESULT_FIELDS(AW_MEMBER_) } aw_alive_res_t;
+typedef struct aw_watch_req { AW_WATCH_FIELDS(AW_MEMBER_) } aw_watch_req_t;
+typedef struct aw_watch_res { AW_WATCH_RESULT_FIELDS(AW_MEMBER_) } aw_watch_res_t;
 
 /* Decoders return AW_OK or a negative AW_ERR_*; encoders write a whole frame. */
 #define AW_DECLARE_(name, type, sender, dec_t, enc_t, fields, check) \
@@ -501,6 +532,18 @@ typedef struct aw_entry {
 int aw_entry_next(const uint8_t **p, size_t *len, aw_entry_t *e);
 int aw_put_entry(aw_writer_t *w, const aw_entry_t *e); /* a record, no header */
 size_t aw_entry_size(const aw_entry_t *e);
+
+/* WATCH records (inside DATA): type, kind, u16 path length, path. The path is relative to
+ * the workdir, 1..AW_MAX_PATH bytes, no NUL, no empty, "." or ".." component, no leading
+ * or trailing '/'; an OVERFLOW record has kind NONE and no path (length 0). */
+typedef struct aw_wevent {
+  uint8_t type; /* AW_WEV_* */
+  uint8_t kind; /* AW_WKIND_* */
+  aw_bytes_t path;
+} aw_wevent_t;
+int aw_wevent_next(const uint8_t **p, size_t *len, aw_wevent_t *e); /* as aw_entry_next */
+int aw_put_wevent(aw_writer_t *w, const aw_wevent_t *e);            /* a record, no header */
+size_t aw_wevent_size(const aw_wevent_t *e);
 
 /* 1 when p[0..len) holds a NUL byte. */
 int aw_has_nul(const uint8_t *p, size_t len);

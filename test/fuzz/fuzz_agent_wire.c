@@ -7,14 +7,16 @@
  * decodes them; 1 frames from the host, as the agent does), then the raw byte stream.
  * Frames are split off one by one with aw_frame_parse; each payload is copied into its
  * own exactly-sized heap block and handed to every decoder that could apply (a RESULT to
- * all the RESULT decoders, DATA to the listing record iterator). Properties:
+ * all the RESULT decoders, DATA to the listing and the watch record iterators). Properties:
  *   - a frame lies inside the input, its payload inside the frame, its length within the
  *     bounds for its type;
  *   - whatever a decoder accepts re-encodes to exactly the same bytes (the encoding is
  *     canonical, so nothing is silently dropped or reinterpreted);
  *   - a validated string list yields exactly its count of strings, each inside the payload,
  *     within its bound and without NUL;
- *   - listing records stay inside the payload and have valid names.
+ *   - listing records stay inside the payload and have valid names;
+ *   - watch records stay inside the payload, have clean relative paths (or none, for an
+ *     overflow) and re-encode to the same bytes.
  *
  * Build and run: make -C test/fuzz agent_wire; bash scripts/fuzz.sh agent_wire
  */
@@ -130,6 +132,32 @@ static void from_agent(const aw_header_t *h, const uint8_t *p, size_t len) {
                  "record re-encoded differently");
     }
     FUZZ_CHECK(rc == 0 || rc < 0, "entry_next returned %d", rc);
+    /* A watch's DATA: the same bytes as watch records. */
+    q = p;
+    l = len;
+    aw_wevent_t we;
+    while ((rc = aw_wevent_next(&q, &l, &we)) == 1) {
+      FUZZ_CHECK(q >= p && q <= p + len && l == (size_t)(p + len - q), "watch cursor outside the payload");
+      FUZZ_CHECK(we.type >= AW_WEV_CREATE && we.type <= AW_WEV_OVERFLOW && we.kind <= AW_WKIND_DIR, "watch record %u/%u",
+                 we.type, we.kind);
+      if (we.type == AW_WEV_OVERFLOW) {
+        FUZZ_CHECK(we.path.len == 0 && we.kind == AW_WKIND_NONE, "overflow with a path or a kind");
+      } else {
+        FUZZ_CHECK(we.path.len >= 1 && we.path.len <= AW_MAX_PATH && we.kind != AW_WKIND_NONE, "watch path of %u bytes",
+                   we.path.len);
+        FUZZ_CHECK(we.path.p >= p && we.path.p + we.path.len <= p + len, "watch path outside the payload");
+        FUZZ_CHECK(!aw_has_nul(we.path.p, we.path.len), "watch path with NUL");
+        FUZZ_CHECK(we.path.p[0] != '/' && we.path.p[we.path.len - 1] != '/', "watch path with a leading or trailing /");
+        for (uint32_t i = 0; i + 1 < we.path.len; i++)
+          FUZZ_CHECK(!(we.path.p[i] == '/' && we.path.p[i + 1] == '/'), "watch path with an empty component");
+      }
+      aw_writer_t rw;
+      aw_w_init(&rw, out, sizeof(out));
+      FUZZ_CHECK(aw_put_wevent(&rw, &we) == AW_OK, "watch record does not re-encode");
+      FUZZ_CHECK(rw.len == aw_wevent_size(&we) && memcmp(out, q - rw.len, rw.len) == 0,
+                 "watch record re-encoded differently");
+    }
+    FUZZ_CHECK(rc == 0 || rc < 0, "wevent_next returned %d", rc);
     break;
   }
   case AW_T_RESULT: {
@@ -180,6 +208,13 @@ static void from_agent(const aw_header_t *h, const uint8_t *p, size_t len) {
       aw_w_init(&w, out, sizeof(out));
       FUZZ_CHECK(aw_put_alive_result(&w, h->id, &ar) == AW_OK, "ALIVE RESULT");
       same_payload("ALIVE RESULT", &w, p, len);
+    }
+    aw_watch_res_t wres;
+    if (aw_dec_watch_result(p, len, &wres) == AW_OK) {
+      aw_w_init(&w, out, sizeof(out));
+      FUZZ_CHECK((wres.flags & ~AW_WATCHF_ALL) == 0, "WATCH RESULT flags %x", wres.flags);
+      FUZZ_CHECK(aw_put_watch_result(&w, h->id, &wres) == AW_OK, "WATCH RESULT");
+      same_payload("WATCH RESULT", &w, p, len);
     }
     break;
   }
@@ -277,6 +312,17 @@ static void from_host(const aw_header_t *h, const uint8_t *p, size_t len) {
     if (aw_dec_group_alive(p, len, &m) == AW_OK) {
       FUZZ_CHECK(aw_put_group_alive(&w, h->id, &m) == AW_OK, "GROUP_ALIVE");
       same_payload("GROUP_ALIVE", &w, p, len);
+    }
+    break;
+  }
+  case AW_T_WATCH: {
+    aw_watch_req_t m;
+    if (aw_dec_watch(p, len, &m) == AW_OK) {
+      FUZZ_CHECK(m.max_watches >= 1 && m.max_watches <= AW_MAX_WATCHES, "max_watches %u", m.max_watches);
+      FUZZ_CHECK((m.flags & ~AW_WATCH_FLAGS_ALL) == 0 && m.window <= AW_MAX_WINDOW, "WATCH values");
+      FUZZ_CHECK(m.path.len <= AW_MAX_PATH && !aw_has_nul(m.path.p, m.path.len), "WATCH path");
+      FUZZ_CHECK(aw_put_watch(&w, h->id, &m) == AW_OK, "WATCH");
+      same_payload("WATCH", &w, p, len);
     }
     break;
   }

@@ -452,6 +452,97 @@ static void test_entries(void) {
   CHECK(aw_entry_next(&p, &len, &e) == AW_ERR_VALUE, "type 9 refused");
 }
 
+/* ---- wire: watch records ---- */
+
+static void test_wevents(void) {
+  aw_writer_t w;
+  aw_w_init(&w, buf, sizeof(buf));
+  const struct {
+    uint8_t type, kind;
+    const char *path;
+  } recs[] = {{AW_WEV_CREATE, AW_WKIND_DIR, "a"},          {AW_WEV_MODIFY, AW_WKIND_FILE, "a/b\nc"},
+              {AW_WEV_OVERFLOW, AW_WKIND_NONE, ""},        {AW_WEV_RENAME, AW_WKIND_FILE, "a/\xff.x"},
+              {AW_WEV_DELETE, AW_WKIND_DIR, "x/y/z"}};
+  size_t n = sizeof(recs) / sizeof(recs[0]), total = 0;
+  for (size_t i = 0; i < n; i++) {
+    aw_wevent_t e = {recs[i].type, recs[i].kind, {(const uint8_t *)recs[i].path, (uint32_t)strlen(recs[i].path)}};
+    CHECK(aw_put_wevent(&w, &e) == AW_OK, "put watch record %zu", i);
+    total += aw_wevent_size(&e);
+  }
+  CHECK(w.len == total, "watch record sizes (%zu of %zu)", w.len, total);
+  const uint8_t *p = buf;
+  size_t len = w.len;
+  aw_wevent_t e;
+  size_t count = 0;
+  int ok = 1, rc;
+  while ((rc = aw_wevent_next(&p, &len, &e)) == 1) {
+    ok &= e.type == recs[count].type && e.kind == recs[count].kind && e.path.len == strlen(recs[count].path) &&
+          (e.path.len == 0 || memcmp(e.path.p, recs[count].path, e.path.len) == 0);
+    count++;
+  }
+  CHECK(rc == 0 && count == n && ok, "watch records round trip (rc %d, %zu)", rc, count);
+  /* every cut that is not between records fails */
+  int bad = 0;
+  for (size_t cut = 1; cut < total; cut++) {
+    uint8_t *copy = malloc(cut);
+    memcpy(copy, buf, cut);
+    const uint8_t *q = copy;
+    size_t l = cut;
+    while ((rc = aw_wevent_next(&q, &l, &e)) == 1) {
+    }
+    size_t off = 0;
+    int boundary = 0;
+    for (size_t i = 0; i < n; i++) {
+      off += AW_WATCH_FIXED + strlen(recs[i].path);
+      if (off == cut) boundary = 1;
+    }
+    if (boundary ? rc != 0 : rc >= 0) bad++;
+    free(copy);
+  }
+  CHECK(bad == 0, "%d watch record cuts misjudged", bad);
+  /* paths that are not clean relative ones, and fields out of range */
+  const char *badp[] = {"/a", "a/", "a//b", ".", "..", "a/./b", "a/../b", "a\0b"};
+  size_t badl[] = {2, 2, 4, 1, 2, 5, 6, 3};
+  for (size_t i = 0; i < sizeof(badp) / sizeof(badp[0]); i++) {
+    aw_w_init(&w, buf, sizeof(buf));
+    aw_wevent_t be = {AW_WEV_CREATE, AW_WKIND_FILE, {(const uint8_t *)badp[i], (uint32_t)badl[i]}};
+    aw_put_wevent(&w, &be);
+    p = buf;
+    len = w.len;
+    CHECK(aw_wevent_next(&p, &len, &e) < 0, "bad watch path %zu accepted", i);
+  }
+  const uint8_t fields[][4] = {{0, 1, 0, 1}, {6, 1, 0, 1}, {1, 3, 0, 1}, {1, 0, 0, 1}, {5, 1, 0, 0}, {5, 0, 0, 1}, {1, 1, 0, 0}};
+  for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+    memcpy(buf, fields[i], 4);
+    buf[4] = 'x';
+    p = buf;
+    len = 4 + (fields[i][3] ? 1 : 0);
+    CHECK(aw_wevent_next(&p, &len, &e) < 0, "watch record fields %zu accepted", i);
+  }
+  /* a path of 4097 bytes */
+  aw_w_init(&w, buf, sizeof(buf));
+  aw_w_u8(&w, AW_WEV_CREATE);
+  aw_w_u8(&w, AW_WKIND_FILE);
+  aw_w_u16(&w, AW_MAX_PATH + 1);
+  for (unsigned i = 0; i < AW_MAX_PATH + 1; i++) aw_w_u8(&w, 'x');
+  p = buf;
+  len = w.len;
+  CHECK(aw_wevent_next(&p, &len, &e) == AW_ERR_LIMIT, "watch path of 4097 bytes refused");
+  /* WATCH and its RESULT */
+  aw_watch_req_t m = {AW_WATCH_RECURSIVE, 4100, 3, {(const uint8_t *)"a/b", 3}}, m2;
+  aw_w_init(&w, buf, sizeof(buf));
+  CHECK(aw_put_watch(&w, 5, &m) == AW_OK, "put watch");
+  CHECK(aw_dec_watch(buf + AW_HEADER_LEN, w.len - AW_HEADER_LEN, &m2) == AW_OK && m2.max_watches == 3 &&
+            m2.flags == AW_WATCH_RECURSIVE && m2.path.len == 3,
+        "dec watch");
+  aw_watch_res_t res = {12, AW_WATCHF_ROOT_GONE | AW_WATCHF_LIMIT}, res2;
+  aw_w_init(&w, buf, sizeof(buf));
+  CHECK(aw_put_watch_result(&w, 5, &res) == AW_OK, "put watch result");
+  CHECK(aw_dec_watch_result(buf + AW_HEADER_LEN, w.len - AW_HEADER_LEN, &res2) == AW_OK && res2.events == 12 &&
+            res2.flags == 3,
+        "dec watch result");
+}
+
 /* ---- wire: headers ---- */
 
 static void put_header(uint32_t len, uint8_t type, uint8_t flags, uint8_t stream, uint8_t rsv, uint32_t id) {
@@ -760,6 +851,7 @@ int main(void) {
   test_headers();
   test_roundtrips();
   test_entries();
+  test_wevents();
   test_garbage();
   test_paths();
   test_procfs();

@@ -95,6 +95,13 @@ export class Req {
   waitData() {
     return new Promise((resolve) => this.dataWaiters.push(resolve));
   }
+  // Waits until pred() holds (checked after every DATA frame) or the request has ended;
+  // returns pred()'s last value.
+  async until(pred) {
+    let v;
+    while (!(v = pred()) && !this.finished) await this.waitData();
+    return v;
+  }
   async waitCredit(n) {
     while (this.inCredit < n && !this.finished) await new Promise((resolve) => this.creditWaiters.push(resolve));
   }
@@ -288,6 +295,23 @@ export class Agent {
     const r = await this.request((id) => enc.list(id, { path, maxEntries, window }), { autoCredit }).done;
     if (r.raw) r.result = dec.listResult(r.raw);
     r.entries = dec.entries(r.buffer(S.OUT));
+    return r;
+  }
+
+  // WATCH runs until CANCEL or until its directory goes: the request is returned at once.
+  // r.records() is every record so far, each frame decoded on its own (whole records).
+  watch(path, { recursive = false, flags, window = 1 << 20, maxWatches = 1024, autoCredit = true } = {}) {
+    const r = this.request((id) => enc.watch(id, { path, recursive, flags, window, maxWatches }), { autoCredit });
+    const recs = [];
+    let decoded = 0;
+    r.records = () => {
+      const chunks = r.chunks[S.OUT];
+      while (decoded < chunks.length) for (const e of dec.wevents(chunks[decoded++])) recs.push(e);
+      return recs;
+    };
+    r.done.then(() => {
+      if (r.raw) r.result = dec.watchResult(r.raw);
+    });
     return r;
   }
 

@@ -18,6 +18,14 @@ export const EXEC_DETACHED = 1;
 export const EXEC_STDIN = 2;
 export const EXITF = { TIMED_OUT: 1, CANCELLED: 2, OUTPUT_CUT: 4, CORE: 8 };
 export const ENT = { 0: "unknown", 1: "file", 2: "directory", 3: "symlink", 4: "other" };
+// WATCH: the request's flags, the RESULT's flags, the records' types and kinds.
+export const WATCH_RECURSIVE = table.constant("AW_WATCH_RECURSIVE");
+export const WATCHF = { ROOT_GONE: table.constant("AW_WATCHF_ROOT_GONE"), LIMIT: table.constant("AW_WATCHF_LIMIT") };
+export const WATCH_FIXED = table.constant("AW_WATCH_FIXED");
+export const WATCH_MAX = table.constant("AW_WATCH_MAX");
+export const MAX_WATCHES = table.constant("AW_MAX_WATCHES");
+export const WEV = { 1: "create", 2: "modify", 3: "delete", 4: "rename", 5: "overflow" };
+export const WKIND = { 0: "none", 1: "file", 2: "directory" };
 export const ERRORS = table.errors;
 const AGENT_TYPES = new Set(Object.values(table.types).filter((t) => t.sender !== "HOST").map((t) => t.code));
 
@@ -265,6 +273,8 @@ export const enc = {
   portWait: (id, { port, flags = 0, timeoutMs = 0, intervalMs = 0 }) => msgFrame("port_wait", id, { port, flags, timeoutMs, intervalMs }),
   signal: (id, { pgid, signal, tree = false }) => msgFrame("signal", id, { pgid, signal, flags: tree ? 1 : 0 }),
   groupAlive: (id, { pgid }) => msgFrame("group_alive", id, { pgid }),
+  watch: (id, { path, recursive = false, flags, window = 1 << 20, maxWatches = 1024 }) =>
+    msgFrame("watch", id, { flags: flags ?? (recursive ? WATCH_RECURSIVE : 0), window, maxWatches, path }),
 };
 
 // Splits complete frames off the front of buf; throws on an invalid header.
@@ -366,6 +376,39 @@ export const dec = {
       out.push({ type: ENT[type], mode, size, mtimeNs, name });
     }
     return out;
+  },
+  // The records of one WATCH DATA frame, as strictly as aw_wevent_next: whole records only,
+  // a path of clean relative components (none empty, "." or ".."; no NUL), none on an
+  // overflow. `path` is a Buffer (the raw bytes), `name` its latin1 text.
+  wevents(p) {
+    const out = [];
+    const r = new R(p);
+    while (r.o < p.length) {
+      const type = r.u8();
+      const kind = r.u8();
+      const n = r.u16();
+      if (!WEV[type]) throw new ProtocolError(`watch record type ${type}`);
+      if (!WKIND[kind]) throw new ProtocolError(`watch record kind ${kind}`);
+      if (WEV[type] === "overflow") {
+        if (n !== 0 || kind !== 0) throw new ProtocolError("overflow record with a path or a kind");
+        out.push({ type: "overflow", kind: "none", path: Buffer.alloc(0), name: "" });
+        continue;
+      }
+      if (n === 0 || n > table.constant("AW_MAX_PATH")) throw new ProtocolError(`watch path of ${n} bytes`);
+      if (kind === 0) throw new ProtocolError("watch record without a kind");
+      r.need(n);
+      const path = Buffer.from(p.subarray(r.o, r.o + n));
+      r.o += n;
+      if (path.includes(0)) throw new ProtocolError("NUL in a watch path");
+      for (const c of path.toString("latin1").split("/"))
+        if (c === "" || c === "." || c === ".." || c.length > 255) throw new ProtocolError(`watch path ${JSON.stringify(path.toString("latin1"))}`);
+      out.push({ type: WEV[type], kind: WKIND[kind], path, name: path.toString("latin1") });
+    }
+    return out;
+  },
+  watchResult(p) {
+    const m = decodePayload("watch_result", p);
+    return { events: Number(m.events), flags: m.flags, rootGone: !!(m.flags & WATCHF.ROOT_GONE), limit: !!(m.flags & WATCHF.LIMIT) };
   },
   portResult: (p) => decodePayload("port_result", p),
   signalResult: (p) => decodePayload("signal_result", p),
