@@ -11,6 +11,10 @@ import { eventQueue } from "./flow.js";
 
 const STREAM_HIGH_WATER = 256 * 1024;
 const STREAM_LOW_WATER = 64 * 1024;
+// watchFiles: events waiting for the consumer before the agent is held back (it stops
+// reading inotify; the kernel's queue then overflows into one "overflow" event).
+const WATCH_HIGH_WATER = 4096;
+const WATCH_LOW_WATER = 1024;
 
 export class SandboxRuntime {
   #info;
@@ -46,6 +50,7 @@ export class SandboxRuntime {
       readProcessLogs: (options) => this.readProcessLogs(options),
       stopProcess: (options) => this.stopProcess(options),
       waitForPort: (options) => this.waitForPort(options),
+      watchFiles: (options) => this.watchFiles(options),
       importTree: (source, options) => this.importTree(source, options),
       exportTree: (selection, destination, options) => this.exportTree(selection, destination, options),
     };
@@ -95,18 +100,43 @@ export class SandboxRuntime {
   // once the queue drains below STREAM_LOW_WATER.
   async *execStream(options) {
     const token = native.prepareExec(this.#sandbox, options);
-    this.assertRunning();
-    const streamAbort = new AbortController();
-    const combined = options.abortSignal === undefined ? streamAbort.signal : AbortSignal.any([options.abortSignal, streamAbort.signal]);
-    const queue = eventQueue(token, {
+    yield* this.#stream(token, options.abortSignal, {
       high: STREAM_HIGH_WATER,
       low: STREAM_LOW_WATER,
       cost: (event) => (event.type === "result" ? 0 : event.data.byteLength),
+      event: (type, data) => ({ type, data }),
+      result: (result) => ({ type: "result", result }),
     });
+  }
+
+  // Changes beneath a directory as they happen (src/runtime/agent_watch.h): create, modify,
+  // delete and rename events, and "overflow" when some were lost; it ends when the
+  // directory goes away, the signal aborts, or the consumer stops iterating.
+  async *watchFiles(options = {}) {
+    const token = native.prepareWatchFiles(this.#sandbox, options);
+    yield* this.#stream(token, options?.abortSignal, {
+      high: WATCH_HIGH_WATER,
+      low: WATCH_LOW_WATER,
+      cost: () => 1,
+      event: (type, path, kind) => (type === "overflow" ? { type } : { type, path, kind }),
+      result: undefined,
+    });
+  }
+
+  // A native operation's events as an async iterable, with back-pressure (lib/flow.js):
+  // `event` makes an item of the native event's arguments, `result` (if any) one of the
+  // operation's result, the last. Closing the iterator early cancels the operation.
+  async *#stream(token, abortSignal, { high, low, cost, event, result }) {
+    this.assertRunning();
+    const streamAbort = new AbortController();
+    const combined = abortSignal === undefined ? streamAbort.signal : AbortSignal.any([abortSignal, streamAbort.signal]);
+    const queue = eventQueue(token, { high, low, cost });
     let complete = false;
     let failure;
-    const onEvent = (type, data) => queue.push({ type, data });
-    const run = this.run(combined, token, onEvent).then((result) => queue.push({ type: "result", result }));
+    const onEvent = (...args) => queue.push(event(...args));
+    const run = this.run(combined, token, onEvent).then((value) => {
+      if (result !== undefined) queue.push(result(value));
+    });
     void run.then(
       () => {
         complete = true;
@@ -120,9 +150,9 @@ export class SandboxRuntime {
     );
     try {
       while (!complete || queue.length > 0) {
-        const event = queue.shift();
-        if (event !== undefined) {
-          yield event;
+        const item = queue.shift();
+        if (item !== undefined) {
+          yield item;
           continue;
         }
         await queue.wait();

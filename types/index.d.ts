@@ -423,6 +423,41 @@ export interface DockerSandboxTreeTransfer {
   ): Promise<DockerSandboxTreeSummary>;
 }
 
+export type DockerSandboxWatchFilesOptions = {
+  /** A directory beneath the workdir (relative, or absolute inside it); default the workdir. */
+  readonly path?: string;
+  /** Every directory beneath, including ones made or moved in later (default false). */
+  readonly recursive?: boolean;
+  readonly abortSignal?: AbortSignal;
+};
+
+/**
+ * One change. Paths are relative to the workdir. A move within the watched tree is a
+ * `rename` of the old path then a `create` of the new one; `overflow` means events were
+ * lost (the consumer fell too far behind): look again.
+ */
+export type DockerSandboxFileWatchEvent =
+  | {
+      readonly type: "create" | "modify" | "delete" | "rename";
+      readonly path: string;
+      readonly kind: "file" | "directory";
+    }
+  | { readonly type: "overflow" };
+
+/**
+ * File watching, through the in-sandbox agent (transport `"auto"` or `"agent"`). Apart from
+ * `DockerSandboxRuntime` for the same reason as the tree transfers.
+ */
+export interface DockerSandboxFileWatching {
+  /**
+   * Changes beneath a directory as they happen (inotify in the sandbox; links never
+   * followed). Ends when the directory is deleted or moved away, on `abortSignal`, or when
+   * the consumer stops iterating. Fails with `invalid_state` when the agent is not used
+   * (transport `"engine"`) or cannot run in the sandbox.
+   */
+  watchFiles(options?: DockerSandboxWatchFilesOptions): AsyncIterable<DockerSandboxFileWatchEvent>;
+}
+
 /** At least one capability must be enabled. */
 export type DockerSandboxInspectionOptions = {
   readonly files?: boolean;
@@ -490,7 +525,7 @@ export type ForkDockerSandboxOptions = {
 export interface DockerSandbox extends AsyncDisposable {
   readonly id: string;
   readonly state: DockerSandboxState;
-  readonly runtime: DockerSandboxRuntime & DockerSandboxTreeTransfer;
+  readonly runtime: DockerSandboxRuntime & DockerSandboxTreeTransfer & DockerSandboxFileWatching;
   inspector(options: DockerSandboxInspectionOptions): DockerSandboxInspector;
   /** Stops managed processes and the container; the volume is kept and the id can be resumed. */
   stop(options?: StopDockerSandboxOptions): Promise<void>;

@@ -166,7 +166,8 @@ static int send_bytes(agent_conn_t *c, const uint8_t *p, size_t len) {
   R(LIST, list, u.list, list_result, res.list)                 \
   R(PORT_WAIT, port_wait, u.port, port_result, res.port)       \
   R(SIGNAL, signal, u.signal, signal_result, res.signal)       \
-  R(GROUP_ALIVE, group_alive, u.alive, alive_result, res.alive)
+  R(GROUP_ALIVE, group_alive, u.alive, alive_result, res.alive) \
+  R(WATCH, watch, u.watch, watch_result, res.watch)
 
 static int encode_msg(aw_writer_t *w, uint32_t id, const agent_msg_t *m) {
 #define ENCODE_(type, msg, member, result, into) \
@@ -338,6 +339,7 @@ agent_req_t *agent_req_start(agent_conn_t *c, const agent_msg_t *msg, agent_req_
   uint32_t window = msg->type == AW_T_EXEC ? msg->u.exec.window
                     : msg->type == AW_T_READ ? msg->u.read.window
                     : msg->type == AW_T_LIST ? msg->u.list.window
+                    : msg->type == AW_T_WATCH ? msg->u.watch.window
                                              : 0;
   r->granted[AW_S_OUT] = window;
   r->granted[AW_S_ERR] = window;
@@ -570,7 +572,8 @@ static int on_req_frame(agent_conn_t *c, const aw_header_t *h, const uint8_t *p)
   memset(&ev, 0, sizeof(ev));
   switch (h->type) {
     case AW_T_DATA: {
-      if (r->type != AW_T_EXEC && r->type != AW_T_READ && r->type != AW_T_LIST) return is_lie(c, "data for a request without output");
+      if (r->type != AW_T_EXEC && r->type != AW_T_READ && r->type != AW_T_LIST && r->type != AW_T_WATCH)
+        return is_lie(c, "data for a request without output");
       if (h->stream == AW_S_ERR && r->type != AW_T_EXEC) return is_lie(c, "stderr for a request without it");
       r->received[h->stream] += h->len;
       if (r->received[h->stream] > r->granted[h->stream]) return is_lie(c, "more data than it was granted");

@@ -87,6 +87,7 @@ typedef struct agent_event {
     aw_port_res_t port;
     aw_signal_res_t signal;
     aw_alive_res_t alive;
+    aw_watch_res_t watch;
   } res;
   aw_error_t error;  /* AE_ERROR; error.detail points into the frame */
   const err_t *fail; /* AE_FAILED */
@@ -109,6 +110,7 @@ typedef struct agent_msg {
     aw_port_req_t port;
     aw_signal_req_t signal;
     aw_alive_req_t alive;
+    aw_watch_req_t watch;
   } u;
 } agent_msg_t;
 

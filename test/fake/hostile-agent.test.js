@@ -471,3 +471,79 @@ test("an agent granting more credit than it was sent bytes is a protocol violati
   await expectCode(runtime.writeFile({ path: "f.bin", data: new Uint8Array(4 << 20) }), "docker_command_failed", /sandbox agent sent a WINDOW for more bytes than it was sent/);
   assert.equal(served.agents.length, 2);
 });
+
+// watchFiles (src/runtime/agent_watch.c): records are decoded frame by frame and never
+// kept, so the lies are in the records and the counts; the flood is held by the credit.
+test("a watch record that does not decode, or a watch result that miscounts, fails the watch and ends the connection", T, async (t) => {
+  let n = 0;
+  const { served, runtime } = await hostileSandbox(t, {
+    watch: async (agent, req) => {
+      n++;
+      if (n === 1) await agent.send(agentEnc.data(req.id, Buffer.concat([agentEnc.wevent("ok"), agentEnc.wevent("../etc/passwd")])));
+      else if (n === 2) await agent.send(Buffer.concat([agentEnc.data(req.id, agentEnc.wevent("a", { kind: 2 })), agentEnc.watchResult(req.id, 7)]));
+      else if (n === 3) await agent.send(agentEnc.data(req.id, agentEnc.wevent("cut").subarray(0, 5)));
+      else await agent.send(Buffer.concat([agentEnc.data(req.id, agentEnc.wevent("x")), agentEnc.watchResult(req.id, 1, 1)]));
+    },
+  });
+  const events = async () => {
+    const seen = [];
+    for await (const e of runtime.watchFiles({ recursive: true })) seen.push(e);
+    return seen;
+  };
+  await expectCode(events(), "docker_command_failed", /a watch record that does not decode/);
+  await expectCode(events(), "docker_command_failed", /a watch result that does not count the records it sent/);
+  await expectCode(events(), "docker_command_failed", /a watch record that does not decode/);
+  assert.equal(served.agents.length, 3);
+  assert.deepEqual(await events(), [{ type: "create", path: "x", kind: "file" }]);
+  assert.equal(served.agents.length, 4);
+  assert.deepEqual(served.agents[3].requests.at(-1), { id: served.agents[3].requests.at(-1).id, type: "WATCH", flags: 1, window: 65536, maxWatches: 8192, path: "" });
+});
+
+test("a flood of watch records toward a consumer that stopped reading: held by the credit, memory bounded", T, async (t) => {
+  const st = { sent: 0, records: 0, stalled: null };
+  const record = agentEnc.wevent("flood/0123456789");
+  const { runtime } = await hostileSandbox(t, {
+    watch: async (agent, req) => {
+      // Whole frames of records, as long as the host grants credit; "stalled" once it
+      // has granted nothing for a while (polled by turns, not by time).
+      for (;;) {
+        const room = Math.min(agent.credit(req.id), MAX_DATA);
+        const count = Math.floor(room / record.length);
+        if (count === 0) {
+          let idle = 0;
+          while (agent.credit(req.id) < record.length && idle < 3000 && !agent.closed) {
+            await turn();
+            idle++;
+          }
+          if (agent.closed) return;
+          if (agent.credit(req.id) < record.length) {
+            st.stalled = st.records;
+            st.resolve?.();
+            if (!(await agent.waitCredit(req.id, record.length))) return;
+          }
+          continue;
+        }
+        agent.spend(req.id, count * record.length);
+        if (!(await agent.send(agentEnc.data(req.id, Buffer.concat(Array(count).fill(record)))))) return;
+        st.sent += count * record.length;
+        st.records += count;
+      }
+    },
+  });
+  const track = tracker();
+  const controller = new AbortController();
+  const iterator = runtime.watchFiles({ abortSignal: controller.signal })[Symbol.asyncIterator]();
+  const stalled = new Promise((resolve) => (st.resolve = resolve));
+  for (let i = 0; i < 10; i++) assert.equal((await iterator.next()).value.type, "create");
+  // The consumer stops here: the host pauses the credit at 4096 waiting events.
+  await stalled;
+  track.sample();
+  track.report(`watch flood (${st.records} records, ${mib(st.sent).toFixed(2)} MiB sent)`);
+  assert.ok(st.records <= 10 + 4096 + Math.ceil((2 * 65536) / record.length), `records sent before the stall: ${st.records}`);
+  assert.ok(track.maxRss < BOUND, `rss grew by ${mib(track.maxRss)} MiB`);
+  // Aborted: what was queued is still delivered, then the abort's reason.
+  controller.abort();
+  await assert.rejects(async () => {
+    for (;;) if ((await iterator.next()).done) return;
+  }, { name: "AbortError" });
+});

@@ -28,6 +28,7 @@ const ENTRIES = {
   listProcesses: ["sandbox"],
   processLogs: ["sandbox", "p", undefined],
   prepareWaitForPort: ["sandbox", { containerPort: 80 }],
+  prepareWatchFiles: ["sandbox", {}],
   start: ["op"],
   cancel: ["op", new Error("stop")],
   control: ["op", 1],

@@ -93,6 +93,16 @@ export const agentEnc = {
   execResult: (id, { code = 0, outBytes = 0, errBytes = 0 } = {}) =>
     agentFrame(T.RESULT, id, Buffer.concat([Buffer.from([0, 0, 0, 0]), u32(code), u64(outBytes), u64(errBytes), u64(1000)])),
   listResult: (id, count, flags = 0) => agentFrame(T.RESULT, id, Buffer.concat([u32(count), u32(flags)])),
+  watchResult: (id, events, flags = 0) => agentFrame(T.RESULT, id, Buffer.concat([u64(events), u32(flags)])),
+  /** One watch record: type (1 create .. 5 overflow), kind (1 file, 2 directory), path. */
+  wevent(path, { type = 1, kind = 1 } = {}) {
+    const p = Buffer.from(path);
+    const r = Buffer.alloc(4);
+    r[0] = type;
+    r[1] = kind;
+    r.writeUInt16BE(p.length, 2);
+    return Buffer.concat([r, p]);
+  },
   writeResult: (id, bytes, mode = 0o644) => agentFrame(T.RESULT, id, Buffer.concat([u64(bytes), u32(mode)])),
   /** One listing record (24 + name bytes): a regular file of `size` bytes. */
   entry(name, { type = 1, mode = 0o644, size = 0 } = {}) {
@@ -143,6 +153,7 @@ function decodeRequest(type, id, p) {
   const r = new Reader(p);
   const req = { id, type: NAMES[type] ?? `0x${type.toString(16)}` };
   if (type === T.LIST) Object.assign(req, { maxEntries: r.u32(), window: r.u32(), flags: r.u32(), path: r.blob().toString() });
+  else if (type === T.WATCH) Object.assign(req, { flags: r.u32(), window: r.u32(), maxWatches: r.u32(), path: r.blob().toString() });
   else if (type === T.EXEC) Object.assign(req, { flags: r.u32(), timeoutMs: r.u32(), window: r.u32(), cwd: r.blob().toString(), argv: r.list(), env: r.list() });
   else if (type === T.WRITE) Object.assign(req, { length: Number(r.u64()), mode: r.u32(), flags: r.u32(), path: r.blob().toString() });
   else if (type === T.READ) Object.assign(req, { maxBytes: Number(r.u64()), window: r.u32(), flags: r.u32(), path: r.blob().toString() });

@@ -42,7 +42,10 @@ import {
   type DockerSandboxTreeQuotas,
   type DockerSandboxTreeSelection,
   type DockerSandboxTreeSummary,
-  type DockerSandboxTreeTransfer
+  type DockerSandboxTreeTransfer,
+  type DockerSandboxFileWatchEvent,
+  type DockerSandboxFileWatching,
+  type DockerSandboxWatchFilesOptions
 } from "@anvia/sandbox";
 
 const decoder = new TextDecoder();
@@ -525,3 +528,20 @@ async function underGvisor(client: DockerSandboxClient): Promise<string> {
 const badRuntime: CreateDockerSandboxOptions = { image: "x", workspace: { type: "ephemeral" }, network: { mode: "none" }, containerRuntime: 1 };
 void badRuntime;
 void underGvisor;
+
+// File watching through the agent: every option, every event shape.
+async function watching(sandbox: DockerSandbox, abortSignal: AbortSignal): Promise<string[]> {
+  const watcher: DockerSandboxFileWatching = sandbox.runtime;
+  const options: DockerSandboxWatchFilesOptions = { path: "src", recursive: true, abortSignal };
+  const seen: string[] = [];
+  for await (const event of watcher.watchFiles(options)) {
+    const e: DockerSandboxFileWatchEvent = event;
+    if (e.type === "overflow") seen.push("overflow");
+    else seen.push(`${e.type} ${e.kind} ${e.path}`);
+  }
+  for await (const event of sandbox.runtime.watchFiles()) if (event.type !== "overflow") void event.path;
+  // @ts-expect-error recursive is a boolean
+  sandbox.runtime.watchFiles({ recursive: "yes" });
+  return seen;
+}
+void watching;
