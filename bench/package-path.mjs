@@ -55,6 +55,7 @@ function wrap(sandbox) {
     startProcess: (options) => rt.startProcess(options),
     stopProcess: (options) => rt.stopProcess(options),
     waitForPort: (options) => rt.waitForPort(options),
+    watchFiles: (options) => rt.watchFiles(options),
     destroy: () => sandbox.destroy(),
   };
 }

@@ -31,6 +31,7 @@
 //   --agent-leak-warmup N  operations before its first reading (default 10000: V8 grows
 //                        its young generation for the first few thousand)
 //   --first-call-runs N  fresh sandboxes for the agent's first-call cost (default 8)
+//   --watch-runs N       writes timed to their watchFiles event (default 60)
 //   --tree-files N       files of the treeImport/treeExport tree (default 2000);
 //   --tree-mib N         its size in MiB (default 50); --tree-runs N (default 3);
 //   --tree-loop-concurrency N  writeFile/readFile calls in flight in the loop (default 1);
@@ -71,7 +72,7 @@ const OPERATIONS = [
   ["stopProcess", "stopProcess", 20],
   ["waitForPort", "waitForPort (listening)", 30],
 ];
-const EXTRAS = ["execStream", "eventLoopDelay", "leak", "agentLeak", "agentFirstCall", "treeImport", "treeExport"];
+const EXTRAS = ["execStream", "watchLatency", "eventLoopDelay", "leak", "agentLeak", "agentFirstCall", "treeImport", "treeExport"];
 // The columns. "agent" and "engine" are both this package (its public API), through a
 // client with transport "agent" and one with transport "engine".
 const IMPLS = ["agent", "engine", "cli", "dockerode"];
@@ -107,6 +108,7 @@ function parseArgs(argv) {
     agentLeakOps: 10000,
     agentLeakWarmup: 10000,
     firstCallRuns: 8,
+    watchRuns: 60,
     treeFiles: 2000,
     treeMiB: 50,
     treeRuns: 3,
@@ -161,6 +163,7 @@ function parseArgs(argv) {
       case "--agent-leak-ops": o.agentLeakOps = Math.max(1, Math.round(num(next(), arg))); break;
       case "--agent-leak-warmup": o.agentLeakWarmup = Math.round(num(next(), arg)); break;
       case "--first-call-runs": o.firstCallRuns = Math.max(1, Math.round(num(next(), arg))); break;
+      case "--watch-runs": o.watchRuns = Math.max(1, Math.round(num(next(), arg))); break;
       case "--tree-files": o.treeFiles = Math.max(1, Math.round(num(next(), arg))); break;
       case "--tree-mib": o.treeMiB = Math.max(1, num(next(), arg)); break;
       case "--tree-runs": o.treeRuns = Math.max(1, Math.round(num(next(), arg))); break;
@@ -199,6 +202,7 @@ function parseArgs(argv) {
       agentLeakOps: Math.min(o.agentLeakOps, 20),
       agentLeakWarmup: Math.min(o.agentLeakWarmup, 4),
       firstCallRuns: 1,
+      watchRuns: 3,
       treeFiles: Math.min(o.treeFiles, 20),
       treeMiB: Math.min(o.treeMiB, 1),
       treeRuns: 1,
@@ -707,6 +711,55 @@ async function main() {
           return n;
         },
       };
+      // ---------------------------------------------------------- watchFiles latency
+      // Through the agent only (the engine path refuses watchFiles): a watch on a directory
+      // of the shared sandbox, then writes one at a time, each timed from just before the
+      // writeTextFile call to its event (the write's own round trip included), and from the
+      // write's resolution to the event (0 when the event came first).
+      if (wantExtra("watchLatency")) try {
+        await targets.agent.exec({ command: "mkdir", args: ["-p", "watched"] });
+        const controller = new AbortController();
+        const waiting = new Map();
+        const consumer = (async () => {
+          for await (const ev of targets.agent.watchFiles({ path: "watched", abortSignal: controller.signal })) {
+            if (ev.type === "overflow") continue;
+            const w = waiting.get(ev.path);
+            if (w) {
+              waiting.delete(ev.path);
+              w(performance.now());
+            }
+          }
+        })().catch((error) => {
+          if (error?.name !== "AbortError") throw error;
+        });
+        // The watch is live once a probe's event arrives (written until it does).
+        for (let live = false; !live; ) {
+          const seen = new Promise((resolve) => waiting.set("watched/probe", resolve));
+          await targets.agent.writeTextFile({ path: "watched/probe", text: "x" });
+          live = await Promise.race([seen.then(() => true), sleep(200).then(() => false)]);
+        }
+        const total = [];
+        const afterWrite = [];
+        for (let i = 0; i < o.watchRuns; i++) {
+          const p = `watched/f${i % 8}`;
+          const seen = new Promise((resolve) => waiting.set(p, resolve));
+          const s = performance.now();
+          await targets.agent.writeTextFile({ path: p, text: `${i}` });
+          const wrote = performance.now();
+          const at = await seen;
+          total.push(at - s);
+          afterWrite.push(Math.max(0, at - wrote));
+          await sleep(o.gapMs);
+        }
+        controller.abort();
+        await consumer;
+        const wl = { runs: o.watchRuns, agent: { writeToEventMs: { ...summarize(total), samples: total }, afterWriteMs: { ...summarize(afterWrite), samples: afterWrite } }, engine: "refused: watchFiles needs the agent (invalid_state)" };
+        result.extras.watchLatency = wl;
+        log(`watchFiles: write to event ${fmtMs(wl.agent.writeToEventMs.median)} ms median, p99 ${fmtMs(wl.agent.writeToEventMs.p99)} ms; after the write resolved ${fmtMs(wl.agent.afterWriteMs.median)} ms (agent; the engine path refuses it)`);
+      } catch (error) {
+        failed("watchLatency", error);
+      }
+
       if (wantExtra("execStream")) try {
         const stream = { bytes: streamBytes, runs: o.streamRuns };
         const mibps = emptySamples();
@@ -1302,6 +1355,13 @@ function renderTable(result) {
   if (ex.execStream) {
     const s = ex.execStream;
     lines.push(`execStream ${s.bytes / 2 ** 20} MiB (median of ${s.runs}): ${IMPLS.map((impl) => `${IMPL_LABEL[impl]} ${s[impl].median.toFixed(0)} MiB/s`).join(", ")}`);
+  }
+  if (ex.watchLatency) {
+    const w = ex.watchLatency.agent;
+    lines.push(
+      `watchFiles (${ex.watchLatency.runs} writes): write to event median ${w.writeToEventMs.median.toFixed(2)} ms, p99 ${w.writeToEventMs.p99.toFixed(2)} ms; ` +
+        `after the write resolved ${w.afterWriteMs.median.toFixed(2)} ms (agent; the engine path refuses watchFiles)`,
+    );
   }
   if (ex.tree) {
     const t = ex.tree;
