@@ -81,7 +81,13 @@ write_files() {
   # The remote side's docker CLI talks to the engine of its environment: pass on a unix
   # DOCKER_HOST when one is set (sshd gives the session a clean environment otherwise).
   local setenv=""
-  case "${DOCKER_HOST:-}" in unix://*) setenv="SetEnv DOCKER_HOST=$DOCKER_HOST" ;; esac
+  case "${DOCKER_HOST:-}" in unix://*) setenv="DOCKER_HOST=$DOCKER_HOST" ;; esac
+  # The session's HOME is a directory of ours: sshd runs every command through the user's
+  # login shell, and bash then reads ~/.bashrc, whatever the machine put there (a pyenv
+  # init whose rehash waits 60 s on a stale lock made every ssh session of a run wait).
+  # The docker CLI on the ssh side reads its config from this HOME too, not the machine's.
+  mkdir -p "$S/home"
+  chmod 700 "$S/home"
   cat > "$S/sshd_config" <<EOF
 # Written by scripts/sshd.sh; sshd is started with -f on this file only.
 Port $port
@@ -110,7 +116,7 @@ AllowTcpForwarding no
 MaxStartups 200:30:400
 MaxSessions 100
 LogLevel VERBOSE
-$setenv
+SetEnv HOME=$S/home $setenv
 EOF
   cat > "$S/ssh_config" <<EOF
 # Written by scripts/sshd.sh; read through \`ssh -F\` (the wrapper in bin/ssh).
