@@ -81,7 +81,10 @@ test("npm run bench, smoke-sized: completes and writes a well-formed JSON result
     }
   }
 
-  const { execStream, eventLoopDelay, leak, agentLeak, agentFirstCall, tree } = result.extras;
+  const { execStream, eventLoopDelay, leak, agentLeak, agentFirstCall, tree, watchLatency } = result.extras;
+  // watchFiles through the agent: every write timed to its event.
+  assert.equal(watchLatency.agent.writeToEventMs.n, watchLatency.runs, "watchLatency runs");
+  assert.ok(watchLatency.agent.writeToEventMs.median > 0, "watchLatency.agent.writeToEventMs");
   for (const impl of IMPLS) {
     assert.ok(execStream[impl].median > 0, `execStream.${impl}`);
     assert.ok(Number.isFinite(eventLoopDelay[impl].p99Ms), `eventLoopDelay.${impl}.p99Ms`);
