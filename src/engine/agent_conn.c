@@ -378,6 +378,22 @@ void agent_req_grant(agent_req_t *r, uint8_t stream, uint32_t bytes) {
   if (c->state == ST_READY) send_small(c, put_window, &a);
 }
 
+void agent_credit_taken(agent_credit_t *k, agent_req_t *r, uint8_t stream, uint32_t bytes, int behind) {
+  if (stream != AW_S_OUT && stream != AW_S_ERR) return;
+  if (k->paused || behind) k->held[stream] += bytes;
+  else agent_req_grant(r, stream, bytes);
+}
+
+void agent_credit_pause(agent_credit_t *k) { k->paused = 1; }
+
+void agent_credit_resume(agent_credit_t *k, agent_req_t *r) {
+  k->paused = 0;
+  for (uint8_t s = AW_S_OUT; s <= AW_S_ERR; s++) {
+    if (k->held[s] > 0 && r != NULL) agent_req_grant(r, s, k->held[s]);
+    k->held[s] = 0;
+  }
+}
+
 void agent_req_violation(agent_req_t *r, const char *what) {
   if (r == NULL) return;
   agent_conn_t *c = r->conn;

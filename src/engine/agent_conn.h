@@ -146,6 +146,22 @@ size_t agent_req_unsent(const agent_req_t *r);
 void agent_req_on_sent(agent_req_t *r, agent_sent_fn fn);
 /* Grants the agent credit for `bytes` more of an agent -> host stream. */
 void agent_req_grant(agent_req_t *r, uint8_t stream, uint32_t bytes);
+
+/*
+ * The credit a consumer gives back as it takes an agent -> host stream, held back while it
+ * is paused (or, `behind`, says it is behind), so that the agent stops within the credit
+ * it has; resuming grants what was held. What is held never exceeds what the agent was
+ * granted (AW_MAX_WINDOW per stream). A zeroed agent_credit_t is a consumer not paused.
+ */
+typedef struct agent_credit {
+  int paused;
+  uint32_t held[AW_S_ERR + 1]; /* per stream: bytes taken and not credited again */
+} agent_credit_t;
+/* `bytes` of `stream` were taken: credit for as many more now, or held. */
+void agent_credit_taken(agent_credit_t *k, agent_req_t *r, uint8_t stream, uint32_t bytes, int behind);
+void agent_credit_pause(agent_credit_t *k);
+/* Grants what was held (dropped when `r` is NULL: the request is gone). */
+void agent_credit_resume(agent_credit_t *k, agent_req_t *r);
 /* The agent broke the protocol in what it sent for `r` (as the caller judged it: more
  * listing records than asked for, a result that does not match): the connection fails as
  * for a malformed frame (every other request in flight gets the connection's error, the

@@ -34,8 +34,7 @@ typedef struct agent_exec_op {
   exec_spec_t spec;
   exec_result_t *result;
   uint32_t pgid; /* the command's process group, once STARTED */
-  int paused;
-  uint32_t withheld[4]; /* credit not given back while paused, per stream */
+  agent_credit_t credit; /* given back as output is taken, held while the consumer paused */
 } agent_exec_op_t;
 
 static void on_event(agent_req_t *req, const agent_event_t *ev, void *ud);
@@ -180,8 +179,7 @@ static void handle_event(agent_exec_op_t *op, const agent_event_t *ev) {
       emit_output(op, stream, ev->data, ev->len);
       /* The bytes are taken: credit for as many more, unless the consumer paused. */
       if (op->base.req == NULL) return; /* cancelled from the consumer's callback */
-      if (op->paused) op->withheld[ev->stream] += (uint32_t)ev->len;
-      else agent_req_grant(op->base.req, ev->stream, (uint32_t)ev->len);
+      agent_credit_taken(&op->credit, op->base.req, ev->stream, (uint32_t)ev->len, 0);
       return;
     }
     case AE_STARTED:
@@ -290,15 +288,8 @@ static op_t *fallback(agent_op_t *base, err_t *err) {
 
 static void control(op_t *o, int command) {
   agent_exec_op_t *op = (agent_exec_op_t *)o;
-  if (command == OP_PAUSE) {
-    op->paused = 1;
-    return;
-  }
-  op->paused = 0;
-  for (uint8_t s = AW_S_OUT; s <= AW_S_ERR; s++) {
-    if (op->withheld[s] > 0 && op->base.req != NULL) agent_req_grant(op->base.req, s, op->withheld[s]);
-    op->withheld[s] = 0;
-  }
+  if (command == OP_PAUSE) agent_credit_pause(&op->credit);
+  else agent_credit_resume(&op->credit, op->base.req);
 }
 
 static napi_value result(op_t *o) { return convert_exec_result(o->js->env, ((agent_exec_op_t *)o)->result); }

@@ -41,8 +41,7 @@ typedef struct agent_watch_op {
   char *path; /* workdir-relative, "." for the workdir */
   int recursive;
   uint64_t events;  /* records received */
-  uint32_t withheld; /* bytes of records taken while paused, not credited again */
-  int paused;
+  agent_credit_t credit; /* given back as records are taken, held while the consumer paused */
 } agent_watch_op_t;
 
 static const char *type_name(uint8_t type) {
@@ -106,8 +105,7 @@ static void handle_event(agent_watch_op_t *op, agent_req_t *req, const agent_eve
         return;
       }
       if (op->base.op.settled || op->base.op.cancelled) return;
-      if (op->paused) op->withheld += (uint32_t)ev->len;
-      else agent_req_grant(req, AW_S_OUT, (uint32_t)ev->len);
+      agent_credit_taken(&op->credit, req, AW_S_OUT, (uint32_t)ev->len, 0);
       return;
     case AE_RESULT:
       if (ev->res.watch.events != op->events) {
@@ -168,13 +166,8 @@ static op_t *watch_fallback(agent_op_t *base, err_t *err) {
 
 static void watch_control(op_t *o, int command) {
   agent_watch_op_t *op = (agent_watch_op_t *)o;
-  if (command == OP_PAUSE) {
-    op->paused = 1;
-    return;
-  }
-  op->paused = 0;
-  if (op->withheld > 0 && op->base.req != NULL) agent_req_grant(op->base.req, AW_S_OUT, op->withheld);
-  op->withheld = 0;
+  if (command == OP_PAUSE) agent_credit_pause(&op->credit);
+  else agent_credit_resume(&op->credit, op->base.req);
 }
 
 static void watch_destroy(op_t *o) {

@@ -514,8 +514,7 @@ typedef struct ag_export {
   tree_src_t src;
   exec_result_t *result;
   uint64_t got[4];
-  uint64_t withheld; /* archive bytes taken and not credited again (paused) */
-  int paused;
+  agent_credit_t credit; /* given back as the archive is taken, held while the front is behind */
 } ag_export_t;
 
 static void export_free(tree_export_t *x);
@@ -564,8 +563,7 @@ static void on_export_event(agent_req_t *req, const agent_event_t *ev, void *ud)
         return;
       }
       /* Taken: credit for as many more, unless the consumer is behind. */
-      if (b->paused || tree_export_should_pause(b->x)) b->withheld += ev->len;
-      else agent_req_grant(req, AW_S_OUT, (uint32_t)ev->len);
+      agent_credit_taken(&b->credit, req, AW_S_OUT, (uint32_t)ev->len, tree_export_should_pause(b->x));
       return;
     case AE_RESULT:
       b->req = NULL;
@@ -630,15 +628,13 @@ static int export_start(tree_export_t *x, err_t *err) {
 
 static void export_pause(tree_export_t *x) {
   ag_export_t *b = x->be;
-  if (b != NULL) b->paused = 1;
+  if (b != NULL) agent_credit_pause(&b->credit);
 }
 
 static void export_resume(tree_export_t *x) {
   ag_export_t *b = x->be;
   if (b == NULL) return;
-  b->paused = 0;
-  if (b->withheld > 0 && b->req != NULL) agent_req_grant(b->req, AW_S_OUT, (uint32_t)b->withheld);
-  b->withheld = 0;
+  agent_credit_resume(&b->credit, b->req);
 }
 
 static void export_stop(tree_export_t *x) {
