@@ -54,7 +54,7 @@ CODEC_SRC=("$ROOT/src/codec/agent_wire.c")
 HEADERS=("$ROOT"/src/agent/*.h "$ROOT/src/codec/agent_wire.h")
 # The unit tests link the agent's pure parts only (no main loop).
 UNIT_SRC=("$ROOT/test/agent/c/unit_tests.c" "$ROOT/src/agent/walk.c" "$ROOT/src/agent/util.c" "$ROOT/src/agent/ag_err.c"
-  "$ROOT/src/agent/procfs.c" "$ROOT/src/codec/agent_wire.c")
+  "$ROOT/src/agent/procfs.c" "$ROOT/src/agent/diag.c" "$ROOT/src/codec/agent_wire.c")
 # A hostile agent for real containers (test/integration/agent-liar.test.js plants it).
 LIAR_SRC=("$ROOT/test/agent/c/liar.c" "$ROOT/src/codec/agent_wire.c")
 WARN=(-std=c11 -Wall -Wextra -Werror)

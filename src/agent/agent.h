@@ -13,6 +13,7 @@
  *
  *   state.c                          the global state `g`
  *   util.c procfs.c                  clocks, logs, descriptors, typed errors; /proc parsers
+ *   diag.c                           the kernel's sock_diag answer: listening TCP ports
  *   ptree.c walk.c shutdown.c        process trees; paths beneath the workdir; the start
  *                                    of the exit path
  *   out.c                            the output queue, frames, flushing
@@ -239,6 +240,54 @@ typedef struct tcp_scan {
 void procfs_tcp_scan_init(tcp_scan_t *s, uint16_t port);
 void procfs_tcp_scan_feed(tcp_scan_t *s, const char *p, size_t len);
 void procfs_tcp_scan_end(tcp_scan_t *s);
+
+/*
+ * The sock_diag ABI (linux/netlink.h, linux/sock_diag.h, linux/inet_diag.h: stable, and
+ * not among musl's headers): a dump request for one address family's TCP sockets in some
+ * states, and the kernel's answer, one inet_diag_msg per socket.
+ */
+#define DIAG_NETLINK_SOCK_DIAG 4
+#define DIAG_SOCK_DIAG_BY_FAMILY 20
+#define DIAG_NLMSG_ERROR 2
+#define DIAG_NLMSG_DONE 3
+#define DIAG_NLM_F_REQUEST 0x1
+#define DIAG_NLM_F_DUMP 0x300
+#define DIAG_TCP_LISTEN 10
+typedef struct diag_nlhdr {
+  uint32_t len;
+  uint16_t type, flags;
+  uint32_t seq, pid;
+} diag_nlhdr_t;
+typedef struct diag_sockid {
+  uint16_t sport, dport; /* network byte order */
+  uint32_t src[4], dst[4];
+  uint32_t ifindex;
+  uint32_t cookie[2];
+} diag_sockid_t;
+typedef struct diag_req {
+  uint8_t family, protocol, ext, pad;
+  uint32_t states; /* bit per TCP state */
+  diag_sockid_t id;
+} diag_req_t;
+typedef struct diag_msg {
+  uint8_t family, state, timer, retrans;
+  diag_sockid_t id;
+  uint32_t expires, rqueue, wqueue, uid, inode;
+} diag_msg_t;
+/*
+ * Parses one datagram of a sock_diag dump: the local port of every socket in state LISTEN
+ * is set in `listening` (an 8192-byte bitmap). 1 when the dump ended (NLMSG_DONE), 0 when
+ * more is to come, -1 with *err set: the kernel's errno (NLMSG_ERROR), or EPROTO for bytes
+ * that are not whole netlink messages. Pure: bounded by `len`, nothing kept.
+ */
+int procfs_diag_parse(const uint8_t *p, size_t len, uint8_t *listening, int *err);
+
+/* ---- diag.c: listening TCP ports from the kernel (sock_diag) ---- */
+/* Sets in `listening` (8192 bytes, cleared first) the port of every TCP socket in state
+ * LISTEN of `family` (AF_INET or AF_INET6) in the agent's network namespace. 0, or -1
+ * with *err (EPROTONOSUPPORT where the kernel or gVisor has no sock_diag, or qemu-user
+ * does not carry it): the caller reads /proc/net/tcp instead. */
+int diag_listening(int family, uint8_t *listening, int *err);
 
 /* ---- ptree.c: process trees ---- */
 /* Freezes (SIGSTOP) and signals the group `pgid`, every process of the session `pgid`,

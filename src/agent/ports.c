@@ -1,16 +1,19 @@
 /*
- * ports.c - PORT_WAIT: is something listening on a TCP port, by /proc/net/tcp and
- * /proc/net/tcp6 (state 0A, LISTEN, with that local port), polled at an interval until
- * found or timed out.
+ * ports.c - PORT_WAIT: is something listening on a TCP port, IPv4 and IPv6, polled at
+ * an interval until found or timed out. Asked of the kernel's sock_diag (diag.c) while it
+ * answers; where it does not (gVisor, qemu-user), from /proc/net/tcp and /proc/net/tcp6
+ * (state 0A, LISTEN, with that local port), which say the same, slower.
  *
- * Owns: the snapshot of both tables (a bitmap of listening ports each, refreshed at most
- * every 5 ms and shared by every wait) and its PORT_WAIT records' timers. The tables are
- * read in 8 KiB pieces through the bounded line parser of procfs.c.
+ * Owns: the snapshot of both families (a bitmap of listening ports each, refreshed at
+ * most every 5 ms and shared by every wait) and its PORT_WAIT records' timers. The /proc
+ * tables are read in 8 KiB pieces through the bounded line parser of procfs.c. A family
+ * whose sock_diag query failed once is read from /proc from then on.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -22,16 +25,27 @@
 #define SNAP_MS 5
 
 typedef struct table {
+  int family;
   const char *path;
   uint8_t listening[8192]; /* bit per port */
   int ok;                  /* read at the last snapshot */
   int err;                 /* its errno otherwise */
+  int no_diag;             /* sock_diag failed once: /proc from now on */
 } table_t;
 
-static table_t tables[2] = {{"/proc/net/tcp", {0}, 0, 0}, {"/proc/net/tcp6", {0}, 0, 0}};
+static table_t tables[2] = {{AF_INET, "/proc/net/tcp", {0}, 0, 0, 0}, {AF_INET6, "/proc/net/tcp6", {0}, 0, 0, 0}};
 static int64_t snap_ms = -1000;
 
 static void table_read(table_t *t) {
+  if (!t->no_diag) {
+    int e;
+    if (diag_listening(t->family, t->listening, &e) == 0) {
+      t->ok = 1;
+      return;
+    }
+    t->no_diag = 1;
+    util_log("sock_diag for family %d: %s; reading %s instead", t->family, strerror(e), t->path);
+  }
   memset(t->listening, 0, sizeof(t->listening));
   int fd = open(t->path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

@@ -1,14 +1,18 @@
 /*
- * procfs.c - parsers of the text the kernel gives under /proc: one /proc/<pid>/stat line
- * (pid, state, parent, group, session) and the /proc/net/tcp and tcp6 tables (is a port
- * in state LISTEN). Pure functions over bytes: no I/O, no allocation, no global state, so
+ * procfs.c - parsers of what the kernel says about processes and sockets: one
+ * /proc/<pid>/stat line (pid, state, parent, group, session), the /proc/net/tcp and tcp6
+ * tables (is a port in state LISTEN), and a sock_diag dump's datagrams (diag.c asks for
+ * them: the same question, answered from the kernel's listening hash instead of a walk of
+ * every TCP socket). Pure functions over bytes: no I/O, no allocation, no global state, so
  * the unit tests and a fuzzer can drive them directly.
  *
  * Owns: nothing. Every read is bounded by the length given; a /proc/net/tcp line longer
  * than the carry buffer is skipped whole.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
 #include <string.h>
 
 #include "agent.h"
@@ -134,3 +138,35 @@ void procfs_tcp_scan_end(tcp_scan_t *s) {
   s->overlong = 0;
 }
 
+
+int procfs_diag_parse(const uint8_t *p, size_t len, uint8_t *listening, int *err) {
+  size_t off = 0;
+  while (off < len) {
+    diag_nlhdr_t h;
+    if (len - off < sizeof(h)) break;
+    memcpy(&h, p + off, sizeof(h));
+    if (h.len < sizeof(h) || h.len > len - off) break;
+    if (h.type == DIAG_NLMSG_DONE) return 1;
+    if (h.type == DIAG_NLMSG_ERROR) {
+      int32_t e = 0;
+      if (h.len >= sizeof(h) + sizeof(e)) memcpy(&e, p + off + sizeof(h), sizeof(e));
+      *err = e < 0 && e > -4096 ? (int)-e : EPROTO;
+      return -1;
+    }
+    if (h.type == DIAG_SOCK_DIAG_BY_FAMILY) {
+      diag_msg_t m;
+      if (h.len < sizeof(h) + sizeof(m)) break;
+      memcpy(&m, p + off + sizeof(h), sizeof(m));
+      if (m.state == DIAG_TCP_LISTEN) {
+        uint16_t port = ntohs(m.id.sport);
+        listening[port >> 3] |= (uint8_t)(1u << (port & 7));
+      }
+    }
+    /* Messages are 4-byte aligned; the last one may end without its padding. */
+    size_t step = ((size_t)h.len + 3) & ~(size_t)3;
+    off += step < len - off ? step : len - off;
+  }
+  if (off == len) return 0;
+  *err = EPROTO;
+  return -1;
+}

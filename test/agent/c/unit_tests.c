@@ -2,19 +2,24 @@
  * unit_tests.c - C unit tests of the agent's pure parts: the wire codec
  * (src/codec/agent_wire.c: round trips, every truncation, oversize lengths, header rules,
  * garbage), the path walk (src/agent/walk.c: symlink components, "..", absolute paths,
- * dangling links, directories, creation; with openat2 and with the O_NOFOLLOW walk) and
- * the /proc parsers (src/agent/procfs.c).
+ * dangling links, directories, creation; with openat2 and with the O_NOFOLLOW walk), the
+ * /proc and sock_diag parsers (src/agent/procfs.c) and sock_diag itself (src/agent/diag.c,
+ * against this machine's kernel: ANVIA_DIAG_EXPECTED=1 says it must answer, as it does
+ * outside qemu-user).
  *
  * Built by scripts/build-agent.sh for each variant (x86_64 musl, aarch64, asan) and run
  * by test/agent/c-units.test.js. Prints one line per failed check and ends with
  * "N passed, N failed"; exits 1 on any failure.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -846,6 +851,99 @@ static void test_procfs(void) {
   free(big);
 }
 
+/* One netlink message of `type` with `body` (padded to 4 bytes) at p; its length. */
+static size_t nl_put(uint8_t *p, uint16_t type, const void *body, size_t blen) {
+  diag_nlhdr_t h = {.len = (uint32_t)(sizeof(h) + blen), .type = type};
+  memcpy(p, &h, sizeof(h));
+  memcpy(p + sizeof(h), body, blen);
+  return (sizeof(h) + blen + 3) & ~(size_t)3;
+}
+
+static size_t nl_sock(uint8_t *p, uint8_t state, uint16_t port) {
+  diag_msg_t m;
+  memset(&m, 0, sizeof(m));
+  m.family = AF_INET;
+  m.state = state;
+  m.id.sport = htons(port);
+  return nl_put(p, DIAG_SOCK_DIAG_BY_FAMILY, &m, sizeof(m));
+}
+
+static int bit(const uint8_t *map, uint16_t port) { return (map[port >> 3] >> (port & 7)) & 1; }
+
+static void test_diag(void) {
+  static uint8_t map[8192];
+  uint8_t d[1024];
+  int err = 0;
+  /* listeners are set, other states are not; the dump goes on until NLMSG_DONE */
+  size_t n = nl_sock(d, DIAG_TCP_LISTEN, 8080);
+  n += nl_sock(d + n, 1 /* ESTABLISHED */, 8081);
+  n += nl_sock(d + n, DIAG_TCP_LISTEN, 65535);
+  memset(map, 0, sizeof(map));
+  CHECK(procfs_diag_parse(d, n, map, &err) == 0, "a dump without its end ended");
+  CHECK(bit(map, 8080) && bit(map, 65535) && !bit(map, 8081), "listening ports");
+  int32_t zero = 0;
+  size_t m = nl_put(d + n, DIAG_NLMSG_DONE, &zero, sizeof(zero));
+  CHECK(procfs_diag_parse(d, n + m, map, &err) == 1, "NLMSG_DONE ends the dump");
+  /* the kernel's error */
+  int32_t eperm = -EPERM;
+  m = nl_put(d, DIAG_NLMSG_ERROR, &eperm, sizeof(eperm));
+  err = 0;
+  CHECK(procfs_diag_parse(d, m, map, &err) == -1 && err == EPERM, "NLMSG_ERROR: err %d", err);
+  int32_t silly = 7;
+  m = nl_put(d, DIAG_NLMSG_ERROR, &silly, sizeof(silly));
+  CHECK(procfs_diag_parse(d, m, map, &err) == -1 && err == EPROTO, "a positive error is EPROTO");
+  /* every truncation of a message is refused, never read past */
+  n = nl_sock(d, DIAG_TCP_LISTEN, 22);
+  int bad = 0;
+  for (size_t cut = 1; cut < sizeof(diag_nlhdr_t) + sizeof(diag_msg_t); cut++) {
+    err = 0;
+    if (procfs_diag_parse(d, cut, map, &err) != -1 || err != EPROTO) bad++;
+  }
+  CHECK(bad == 0, "%d truncations accepted", bad);
+  /* a header whose length is smaller than a header, or larger than the datagram */
+  diag_nlhdr_t h = {.len = 3, .type = DIAG_SOCK_DIAG_BY_FAMILY};
+  memcpy(d, &h, sizeof(h));
+  CHECK(procfs_diag_parse(d, sizeof(h), map, &err) == -1, "a header of 3 bytes");
+  h.len = 1u << 30;
+  memcpy(d, &h, sizeof(h));
+  CHECK(procfs_diag_parse(d, sizeof(d), map, &err) == -1, "a header longer than the datagram");
+  /* a socket message too short for an inet_diag_msg */
+  m = nl_put(d, DIAG_SOCK_DIAG_BY_FAMILY, &zero, sizeof(zero));
+  CHECK(procfs_diag_parse(d, m, map, &err) == -1, "a short inet_diag_msg");
+  /* other message types are skipped */
+  m = nl_put(d, 99, &zero, sizeof(zero));
+  m += nl_sock(d + m, DIAG_TCP_LISTEN, 443);
+  memset(map, 0, sizeof(map));
+  CHECK(procfs_diag_parse(d, m, map, &err) == 0 && bit(map, 443), "an unknown type skipped");
+  CHECK(procfs_diag_parse(d, 0, map, &err) == 0, "an empty datagram");
+
+  /* The kernel itself: a listener of ours is there, and gone once closed. */
+  int expected = getenv("ANVIA_DIAG_EXPECTED") && strcmp(getenv("ANVIA_DIAG_EXPECTED"), "1") == 0;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t alen = sizeof(a);
+  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(fd, 1) != 0 ||
+      getsockname(fd, (struct sockaddr *)&a, &alen) != 0) {
+    CHECK(0, "a listener of the test's own: %s", strerror(errno));
+    if (fd >= 0) close(fd);
+    return;
+  }
+  uint16_t port = ntohs(a.sin_port);
+  err = 0;
+  int rc = diag_listening(AF_INET, map, &err);
+  if (!expected && rc != 0) {
+    printf("sock_diag unavailable here (%s): not checked\n", strerror(err));
+    close(fd);
+    return;
+  }
+  CHECK(rc == 0, "sock_diag: %s", strerror(err));
+  CHECK(rc != 0 || bit(map, port), "our listener on %u is not in the dump", port);
+  close(fd);
+  rc = diag_listening(AF_INET, map, &err);
+  CHECK(rc == 0 && !bit(map, port), "a closed listener on %u is still in the dump", port);
+  CHECK(diag_listening(AF_INET6, map, &err) == 0, "sock_diag, IPv6: %s", strerror(err));
+}
+
 int main(void) {
   g.self = getpid();
   test_headers();
@@ -855,6 +953,7 @@ int main(void) {
   test_garbage();
   test_paths();
   test_procfs();
+  test_diag();
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
