@@ -629,12 +629,7 @@ static void on_resp(http_req_t *req, void *ud) {
   int not_found = http_req_not_found(req);
   switch (op->step) {
     case C_CHECK_CONTAINER:
-      if (ok) {
-        err_sandbox(&err, CODE_INVALID_STATE, "A Docker container already exists for sandbox: %s", op->container_name);
-      } else if (!not_found) {
-        http_req_error(req, &err);
-        steps_wrap_failure(&err, "Unable to check whether the Docker sandbox already exists.");
-      }
+      steps_must_be_absent(req, op->container_name, &err);
       break;
     case C_CHECK_IMAGE:
       if (not_found) {
@@ -672,18 +667,7 @@ static void on_resp(http_req_t *req, void *ud) {
       }
       break;
     case C_INSPECT_PORTS:
-      if (!ok) {
-        http_req_error(req, &err);
-      } else {
-        json_t *inspection = http_req_json(req, &err);
-        if (inspection) {
-          op->sb->ports = calloc(op->o.nports, sizeof(published_port_t));
-          if (op->sb->ports == NULL) err_oom(&err);
-          else if (ports_from_inspection(inspection, op->o.ports, op->o.nports, op->sb->ports, &err) == 0)
-            op->sb->nports = op->o.nports;
-        }
-        json_decref(inspection);
-      }
+      steps_read_ports(req, op->o.ports, op->o.nports, op->sb, &err);
       break;
     case C_HELPER_REMOVE:
       if (ok || not_found) op->helper_removed = 1;

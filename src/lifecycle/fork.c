@@ -492,12 +492,7 @@ static void on_resp(http_req_t *req, void *ud) {
   int ok = http_req_ok(req), not_found = http_req_not_found(req);
   switch (op->step) {
     case F_CHECK:
-      if (ok) {
-        err_sandbox(&err, CODE_INVALID_STATE, "A Docker container already exists for sandbox: %s", op->fork_name);
-      } else if (!not_found) {
-        http_req_error(req, &err);
-        steps_wrap_failure(&err, "Unable to check whether the Docker sandbox already exists.");
-      }
+      steps_must_be_absent(req, op->fork_name, &err);
       break;
     case F_INSPECT:
       if (not_found) err_sandbox(&err, CODE_SANDBOX_NOT_FOUND, "Sandbox does not exist: %s", op->op.sb->container_name);
@@ -542,18 +537,8 @@ static void on_resp(http_req_t *req, void *ud) {
       else http_req_error(req, &err);
       break;
     case F_PORTS:
-      if (!ok) {
-        http_req_error(req, &err);
-      } else if (make_fork(op, &err) == 0) {
-        json_t *ins = http_req_json(req, &err);
-        if (ins) {
-          op->fork->ports = calloc(op->nports, sizeof(published_port_t));
-          if (op->fork->ports == NULL) err_oom(&err);
-          else if (ports_from_inspection(ins, op->ports, op->nports, op->fork->ports, &err) == 0)
-            op->fork->nports = op->nports;
-        }
-        json_decref(ins);
-      }
+      if (!ok) http_req_error(req, &err);
+      else if (make_fork(op, &err) == 0) steps_read_ports(req, op->ports, op->nports, op->fork, &err);
       break;
     default:
       if (!ok) http_req_error(req, &err);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/runspec.h"
 #include "napi/convert.h"
 #include "napi/values.h"
 
@@ -88,4 +89,27 @@ napi_value steps_rejection(steps_t *s, op_t *o, const char *aggregate_message) {
   errors[0] = primary;
   for (size_t i = 0; i < s->n_rb_err; i++) errors[1 + i] = convert_error_value(o->js, &s->rb_err[i]);
   return nu_aggregate_error(o->js->env, errors, 1 + s->n_rb_err, aggregate_message);
+}
+
+void steps_must_be_absent(http_req_t *req, const char *name, err_t *err) {
+  if (http_req_ok(req)) {
+    err_sandbox(err, CODE_INVALID_STATE, "A Docker container already exists for sandbox: %s", name);
+  } else if (!http_req_not_found(req)) {
+    http_req_error(req, err);
+    steps_wrap_failure(err, "Unable to check whether the Docker sandbox already exists.");
+  }
+}
+
+void steps_read_ports(http_req_t *req, const int *ports, size_t n, sandbox_t *sb, err_t *err) {
+  if (!http_req_ok(req)) {
+    http_req_error(req, err);
+    return;
+  }
+  json_t *inspection = http_req_json(req, err);
+  if (inspection) {
+    sb->ports = calloc(n, sizeof(published_port_t));
+    if (sb->ports == NULL) err_oom(err);
+    else if (ports_from_inspection(inspection, ports, n, sb->ports, err) == 0) sb->nports = n;
+  }
+  json_decref(inspection);
 }

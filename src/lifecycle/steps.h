@@ -17,6 +17,7 @@
 #include "base/err.h"
 #include "engine/engine.h"
 #include "napi/op.h"
+#include "sandbox/sandbox.h"
 
 #define STEPS_MAX_RB_ERRORS 4
 
@@ -57,6 +58,12 @@ void steps_keep_rb_failure(steps_t *s, http_req_t *req, const char *message);
  * and a removal sent now could run before it.
  */
 int steps_cancel(steps_t *s, int changing);
+/* The answer to "is there a container named `name` already": one found is refused
+ * (invalid_state), as is an answer that is neither found nor not found. */
+void steps_must_be_absent(http_req_t *req, const char *name, err_t *err);
+/* The ports `ports[0..n)` as the started container `sb` publishes them, from its
+ * inspection (the answer `req`): kept in sb->ports. */
+void steps_read_ports(http_req_t *req, const int *ports, size_t n, sandbox_t *sb, err_t *err);
 /* The rejection: the caller's abort reason or s->err, inside an AggregateError with the
  * undoing's failures under `aggregate_message` when there are any. */
 napi_value steps_rejection(steps_t *s, op_t *o, const char *aggregate_message);
