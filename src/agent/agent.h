@@ -227,6 +227,10 @@ typedef struct proc_stat {
 } proc_stat_t;
 /* Parses the text of /proc/<pid>/stat. 0 or -1. */
 int procfs_stat_parse(const char *text, size_t len, proc_stat_t *out);
+/* A set of TCP ports: a bit per port. */
+#define PORT_MAP_BYTES 8192
+static inline void procfs_port_set(uint8_t *map, uint16_t port) { map[port >> 3] |= (uint8_t)(1u << (port & 7)); }
+static inline int procfs_port_has(const uint8_t *map, uint16_t port) { return (map[port >> 3] >> (port & 7)) & 1; }
 /* Scans /proc/net/tcp-format text for a listening socket (state 0A) on `port`.
  * Incremental: feed chunks; partial lines are carried in `carry`. */
 typedef struct tcp_scan {
@@ -235,7 +239,7 @@ typedef struct tcp_scan {
   int overlong;
   uint16_t port;       /* the port looked for: `found` */
   int found;
-  uint8_t *listening;  /* optional 8192-byte bitmap: every listening port is set */
+  uint8_t *listening;  /* optional PORT_MAP_BYTES map: every listening port is set */
 } tcp_scan_t;
 void procfs_tcp_scan_init(tcp_scan_t *s, uint16_t port);
 void procfs_tcp_scan_feed(tcp_scan_t *s, const char *p, size_t len);
@@ -276,14 +280,14 @@ typedef struct diag_msg {
 } diag_msg_t;
 /*
  * Parses one datagram of a sock_diag dump: the local port of every socket in state LISTEN
- * is set in `listening` (an 8192-byte bitmap). 1 when the dump ended (NLMSG_DONE), 0 when
+ * is set in `listening` (PORT_MAP_BYTES). 1 when the dump ended (NLMSG_DONE), 0 when
  * more is to come, -1 with *err set: the kernel's errno (NLMSG_ERROR), or EPROTO for bytes
  * that are not whole netlink messages. Pure: bounded by `len`, nothing kept.
  */
 int procfs_diag_parse(const uint8_t *p, size_t len, uint8_t *listening, int *err);
 
 /* ---- diag.c: listening TCP ports from the kernel (sock_diag) ---- */
-/* Sets in `listening` (8192 bytes, cleared first) the port of every TCP socket in state
+/* Sets in `listening` (PORT_MAP_BYTES, cleared first) the port of every TCP socket in state
  * LISTEN of `family` (AF_INET or AF_INET6) in the agent's network namespace. 0, or -1
  * with *err (EPROTONOSUPPORT where the kernel or gVisor has no sock_diag, or qemu-user
  * does not carry it): the caller reads /proc/net/tcp instead. */

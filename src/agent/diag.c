@@ -26,7 +26,7 @@
 
 int diag_listening(int family, uint8_t *listening, int *err) {
   static uint8_t buf[DIAG_BUF] __attribute__((aligned(4)));
-  memset(listening, 0, 8192);
+  memset(listening, 0, PORT_MAP_BYTES);
   int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, DIAG_NETLINK_SOCK_DIAG);
   if (fd < 0) {
     *err = errno;

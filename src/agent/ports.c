@@ -27,7 +27,7 @@
 typedef struct table {
   int family;
   const char *path;
-  uint8_t listening[8192]; /* bit per port */
+  uint8_t listening[PORT_MAP_BYTES];
   int ok;                  /* read at the last snapshot */
   int err;                 /* its errno otherwise */
   int no_diag;             /* sock_diag failed once: /proc from now on */
@@ -43,8 +43,8 @@ static void table_read(table_t *t) {
       t->ok = 1;
       return;
     }
+    /* Not logged: the agent's stderr is what the host quotes as its last words. */
     t->no_diag = 1;
-    util_log("sock_diag for family %d: %s; reading %s instead", t->family, strerror(e), t->path);
   }
   memset(t->listening, 0, sizeof(t->listening));
   int fd = open(t->path, O_RDONLY | O_CLOEXEC);
@@ -68,7 +68,7 @@ static void table_read(table_t *t) {
   t->ok = 1;
 }
 
-static int has_port(const table_t *t, uint16_t port) { return t->ok && (t->listening[port >> 3] >> (port & 7)) & 1; }
+static int has_port(const table_t *t, uint16_t port) { return t->ok && procfs_port_has(t->listening, port); }
 
 /* 0 with *families set, or -1 with *err when neither asked-for table can be read. */
 static int port_check(uint16_t port, uint16_t flags, uint8_t *families, int *err) {

@@ -108,7 +108,7 @@ static void scan_line(tcp_scan_t *s, const char *p, size_t len) {
   unsigned st = (unsigned)(hexval(p[0]) * 16 + hexval(p[1]));
   if (st != 0x0A) return;
   if (port == s->port) s->found = 1;
-  if (s->listening) s->listening[port >> 3] |= (uint8_t)(1u << (port & 7));
+  if (s->listening) procfs_port_set(s->listening, port);
 }
 
 void procfs_tcp_scan_feed(tcp_scan_t *s, const char *p, size_t len) {
@@ -138,7 +138,6 @@ void procfs_tcp_scan_end(tcp_scan_t *s) {
   s->overlong = 0;
 }
 
-
 int procfs_diag_parse(const uint8_t *p, size_t len, uint8_t *listening, int *err) {
   size_t off = 0;
   while (off < len) {
@@ -157,10 +156,7 @@ int procfs_diag_parse(const uint8_t *p, size_t len, uint8_t *listening, int *err
       diag_msg_t m;
       if (h.len < sizeof(h) + sizeof(m)) break;
       memcpy(&m, p + off + sizeof(h), sizeof(m));
-      if (m.state == DIAG_TCP_LISTEN) {
-        uint16_t port = ntohs(m.id.sport);
-        listening[port >> 3] |= (uint8_t)(1u << (port & 7));
-      }
+      if (m.state == DIAG_TCP_LISTEN) procfs_port_set(listening, ntohs(m.id.sport));
     }
     /* Messages are 4-byte aligned; the last one may end without its padding. */
     size_t step = ((size_t)h.len + 3) & ~(size_t)3;
