@@ -455,6 +455,38 @@ static int aw_check_port_result(const aw_port_res_t *m) {
   return (m->found != 0) != (m->families != 0) ? AW_ERR_VALUE : AW_OK;
 }
 
+int aw_term_id_ok(const uint8_t *p, size_t len) {
+  if (len == 0 || len > AW_MAX_TERM_ID || p[0] == '.') return 0;
+  for (size_t i = 0; i < len; i++) {
+    uint8_t c = p[i];
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+             c == '-';
+    if (!ok) return 0;
+  }
+  return 1;
+}
+
+#define AW_TERM_ID_CHECK(m) (aw_term_id_ok((m)->term_id.p, (m)->term_id.len) ? AW_OK : AW_ERR_VALUE)
+static int aw_check_term_open(const aw_term_open_req_t *m) { return AW_TERM_ID_CHECK(m); }
+static int aw_check_term_attach(const aw_term_attach_req_t *m) { return AW_TERM_ID_CHECK(m); }
+static int aw_check_term_resize(const aw_term_resize_req_t *m) { return AW_TERM_ID_CHECK(m); }
+static int aw_check_term_signal(const aw_term_signal_req_t *m) { return AW_TERM_ID_CHECK(m); }
+
+static int aw_check_term_result(const aw_term_res_t *m) {
+  if (m->tail > m->head) return AW_ERR_VALUE;
+  if (!(m->flags & AW_TERMF_ENDED)) return m->how || m->signal || m->code || (m->flags & AW_TERMF_CORE) ? AW_ERR_VALUE : AW_OK;
+  if (m->how == AW_EXIT_CODE) return m->signal || (m->flags & AW_TERMF_CORE) ? AW_ERR_VALUE : AW_OK;
+  return m->signal < 1 || m->code != 128 + m->signal ? AW_ERR_VALUE : AW_OK;
+}
+
+static int aw_check_term_list_result(const aw_term_list_res_t *m) {
+  aw_list_t it = m->ids;
+  aw_bytes_t b;
+  while (aw_list_next(&it, &b))
+    if (!aw_term_id_ok(b.p, b.len)) return AW_ERR_VALUE;
+  return AW_OK;
+}
+
 static int aw_check_alive_result(const aw_alive_res_t *m) {
   if (m->members != AW_UNKNOWN && m->members > AW_PID_LIMIT) return AW_ERR_VALUE;
   if (m->zombies != AW_UNKNOWN && m->zombies > AW_PID_LIMIT) return AW_ERR_VALUE;

@@ -44,6 +44,12 @@
 #define AW_MAX_WATCHES 65536u       /* WATCH max_watches: directories watched by one request */
 #define AW_WATCH_FIXED 4u           /* a watch record without its path */
 #define AW_WATCH_MAX (AW_WATCH_FIXED + AW_MAX_PATH)
+#define AW_MAX_TERM_ID 64u          /* a terminal's id: 1 ..= 64 of [A-Za-z0-9._-], not "." first */
+#define AW_MAX_TERM_DIM 4096u       /* a terminal's columns and rows */
+#define AW_MIN_SCROLLBACK 4096u     /* TERM_OPEN scrollback, bytes */
+#define AW_MAX_SCROLLBACK 67108864u
+#define AW_MAX_TERMS 4096u          /* TERM_LIST: ids in one RESULT */
+#define AW_TERM_REC_FIXED 8u        /* a terminal output record: u64 offset, then the bytes */
 
 /* ---- frame types ----
  * AW_FRAME_TYPES(T): T(NAME, code, sender), sender AGENT, HOST or BOTH. The enum, the
@@ -69,7 +75,12 @@
   T(PORT_WAIT, 0x28, HOST) \
   T(SIGNAL, 0x29, HOST)   \
   T(GROUP_ALIVE, 0x2A, HOST) \
-  T(WATCH, 0x2B, HOST)
+  T(WATCH, 0x2B, HOST)     \
+  T(TERM_OPEN, 0x2C, HOST) \
+  T(TERM_ATTACH, 0x2D, HOST) \
+  T(TERM_RESIZE, 0x2E, HOST) \
+  T(TERM_SIGNAL, 0x2F, HOST) \
+  T(TERM_LIST, 0x30, HOST)
 
 #define AW_TYPE_ENUM_(name, code, sender) AW_T_##name = code,
 enum { AW_FRAME_TYPES(AW_TYPE_ENUM_) };
@@ -138,6 +149,17 @@ enum { AW_EXIT_CODE = 0, AW_EXIT_SIGNAL = 1 };
 #define AW_WATCHF_ROOT_GONE 0x01u /* the watched directory was deleted or moved away */
 #define AW_WATCHF_LIMIT 0x02u     /* max_watches reached: directories past it were not watched */
 #define AW_WATCHF_ALL 0x03u
+
+/* TERM_OPEN and TERM_ATTACH flags. */
+#define AW_TERM_OUTPUT 0x01u /* output records from `since` on stream 2 until the terminal ends */
+#define AW_TERM_INPUT 0x02u  /* keystrokes on stream 1, written to the terminal in order */
+#define AW_TERM_WAIT 0x04u   /* the RESULT only once the terminal has ended */
+#define AW_TERM_FLAGS_ALL 0x07u
+
+/* TERM RESULT flags. */
+#define AW_TERMF_ENDED 0x01u /* the program has exited: how, signal and code say how */
+#define AW_TERMF_CORE 0x02u
+#define AW_TERMF_ALL 0x03u
 
 /* WATCH record types and kinds. */
 enum { AW_WEV_CREATE = 1, AW_WEV_MODIFY = 2, AW_WEV_DELETE = 3, AW_WEV_RENAME = 4, AW_WEV_OVERFLOW = 5 };
@@ -428,6 +450,51 @@ int aw_w_end(aw_writer_t *w, size_t start);
   F(U64, events, 0, 0)                              \
   F(MASK32, flags, AW_WATCHF_ALL, 0)
 
+#define AW_TERM_OPEN_FIELDS(F)                      \
+  F(MASK32, flags, AW_TERM_FLAGS_ALL, 0)            \
+  F(U32, window, 0, AW_MAX_WINDOW)                  \
+  F(U16, cols, 1, AW_MAX_TERM_DIM)                  \
+  F(U16, rows, 1, AW_MAX_TERM_DIM)                  \
+  F(U32L, scrollback, AW_MIN_SCROLLBACK, AW_MAX_SCROLLBACK) \
+  F(BLOB, term_id, AW_MAX_TERM_ID, 1)               \
+  F(BLOB, cwd, AW_MAX_PATH, 1)                      \
+  F(ARGV, argv, 1, AW_MAX_ARGC)                     \
+  F(ENVS, env, 0, AW_MAX_ENVC)
+
+#define AW_TERM_ATTACH_FIELDS(F)                    \
+  F(MASK32, flags, AW_TERM_FLAGS_ALL, 0)            \
+  F(U32, window, 0, AW_MAX_WINDOW)                  \
+  F(U64, since, 0, 0)                               \
+  F(BLOB, term_id, AW_MAX_TERM_ID, 1)
+
+#define AW_TERM_RESULT_FIELDS(F)                    \
+  F(MASK8, flags, AW_TERMF_ALL, 0)                  \
+  F(U8, how, AW_EXIT_CODE, AW_EXIT_SIGNAL)          \
+  F(U8, signal, 0, 64)                              \
+  F(ZERO8, reserved, 0, 0)                          \
+  F(I32, code, 0, 255)                              \
+  F(U16, cols, 1, AW_MAX_TERM_DIM)                  \
+  F(U16, rows, 1, AW_MAX_TERM_DIM)                  \
+  F(U64, head, 0, 0)                                \
+  F(U64, tail, 0, 0)
+
+#define AW_TERM_RESIZE_FIELDS(F)                    \
+  F(U16, cols, 1, AW_MAX_TERM_DIM)                  \
+  F(U16, rows, 1, AW_MAX_TERM_DIM)                  \
+  F(BLOB, term_id, AW_MAX_TERM_ID, 1)
+
+#define AW_TERM_SIGNAL_FIELDS(F)                    \
+  F(U8, signal, 1, 64)                              \
+  F(ZERO8, reserved, 0, 0)                          \
+  F(ZERO16, reserved2, 0, 0)                        \
+  F(BLOB, term_id, AW_MAX_TERM_ID, 1)
+
+#define AW_TERM_LIST_FIELDS(F)                      \
+  F(U32, flags, 0, 0)
+
+#define AW_TERM_LIST_RESULT_FIELDS(F)               \
+  F(ARGV, ids, 0, AW_MAX_TERMS)
+
 #define AW_MESSAGES(M)                                                                                \
   M(hello, HELLO, AGENT, aw_hello_t, aw_hello_t, AW_HELLO_FIELDS, aw_check_hello)                     \
   M(host_hello, HOST_HELLO, HOST, aw_host_hello_t, aw_host_hello_t, AW_HOST_HELLO_FIELDS,             \
@@ -452,7 +519,18 @@ int aw_w_end(aw_writer_t *w, size_t start);
   M(group_alive, GROUP_ALIVE, HOST, aw_alive_req_t, aw_alive_req_t, AW_GROUP_ALIVE_FIELDS, AW_NO_CHECK) \
   M(alive_result, RESULT, AGENT, aw_alive_res_t, aw_alive_res_t, AW_ALIVE_RESULT_FIELDS, aw_check_alive_result) \
   M(watch, WATCH, HOST, aw_watch_req_t, aw_watch_req_t, AW_WATCH_FIELDS, AW_NO_CHECK)                 \
-  M(watch_result, RESULT, AGENT, aw_watch_res_t, aw_watch_res_t, AW_WATCH_RESULT_FIELDS, AW_NO_CHECK)
+  M(watch_result, RESULT, AGENT, aw_watch_res_t, aw_watch_res_t, AW_WATCH_RESULT_FIELDS, AW_NO_CHECK) \
+  M(term_open, TERM_OPEN, HOST, aw_term_open_req_t, aw_term_open_enc_t, AW_TERM_OPEN_FIELDS, aw_check_term_open) \
+  M(term_attach, TERM_ATTACH, HOST, aw_term_attach_req_t, aw_term_attach_req_t, AW_TERM_ATTACH_FIELDS,         \
+    aw_check_term_attach)                                                                                      \
+  M(term_result, RESULT, AGENT, aw_term_res_t, aw_term_res_t, AW_TERM_RESULT_FIELDS, aw_check_term_result)       \
+  M(term_resize, TERM_RESIZE, HOST, aw_term_resize_req_t, aw_term_resize_req_t, AW_TERM_RESIZE_FIELDS,         \
+    aw_check_term_resize)                                                                                      \
+  M(term_signal, TERM_SIGNAL, HOST, aw_term_signal_req_t, aw_term_signal_req_t, AW_TERM_SIGNAL_FIELDS,         \
+    aw_check_term_signal)                                                                                      \
+  M(term_list, TERM_LIST, HOST, aw_term_list_req_t, aw_term_list_req_t, AW_TERM_LIST_FIELDS, AW_NO_CHECK)        \
+  M(term_list_result, RESULT, AGENT, aw_term_list_res_t, aw_term_list_enc_t, AW_TERM_LIST_RESULT_FIELDS,         \
+    aw_check_term_list_result)
 
 /* The structs: members in field order (the C tests initialize them by position). */
 #define AW_MEMBER_(kind, member, a, b) AW_MEMBER_##kind(member)
@@ -473,7 +551,9 @@ int aw_w_end(aw_writer_t *w, size_t start);
 #define AW_MEMBER_ENVS(n) aw_list_t n;
 /* The encoder's struct: lists as arrays. */
 #define AW_ENC_MEMBER_(kind, member, a, b) AW_ENC_MEMBER_##kind(member)
+#define AW_ENC_MEMBER_U16(n) uint16_t n;
 #define AW_ENC_MEMBER_U32(n) uint32_t n;
+#define AW_ENC_MEMBER_U32L(n) uint32_t n;
 #define AW_ENC_MEMBER_MASK32(n) uint32_t n;
 #define AW_ENC_MEMBER_BLOB(n) aw_bytes_t n;
 #define AW_ENC_MEMBER_ARGV(n) const aw_bytes_t *n; uint32_t n##_count;
@@ -502,6 +582,15 @@ typedef struct aw_alive_req { AW_GROUP_ALIVE_FIELDS(AW_MEMBER_) } aw_alive_req_t
 typedef struct aw_alive_res { AW_ALIVE_RESULT_FIELDS(AW_MEMBER_) } aw_alive_res_t;
 typedef struct aw_watch_req { AW_WATCH_FIELDS(AW_MEMBER_) } aw_watch_req_t;
 typedef struct aw_watch_res { AW_WATCH_RESULT_FIELDS(AW_MEMBER_) } aw_watch_res_t;
+typedef struct aw_term_open_req { AW_TERM_OPEN_FIELDS(AW_MEMBER_) } aw_term_open_req_t;
+typedef struct aw_term_open_enc { AW_TERM_OPEN_FIELDS(AW_ENC_MEMBER_) } aw_term_open_enc_t;
+typedef struct aw_term_attach_req { AW_TERM_ATTACH_FIELDS(AW_MEMBER_) } aw_term_attach_req_t;
+typedef struct aw_term_res { AW_TERM_RESULT_FIELDS(AW_MEMBER_) } aw_term_res_t;
+typedef struct aw_term_resize_req { AW_TERM_RESIZE_FIELDS(AW_MEMBER_) } aw_term_resize_req_t;
+typedef struct aw_term_signal_req { AW_TERM_SIGNAL_FIELDS(AW_MEMBER_) } aw_term_signal_req_t;
+typedef struct aw_term_list_req { AW_TERM_LIST_FIELDS(AW_MEMBER_) } aw_term_list_req_t;
+typedef struct aw_term_list_res { AW_TERM_LIST_RESULT_FIELDS(AW_MEMBER_) } aw_term_list_res_t;
+typedef struct aw_term_list_enc { AW_TERM_LIST_RESULT_FIELDS(AW_ENC_MEMBER_) } aw_term_list_enc_t;
 
 /* Decoders return AW_OK or a negative AW_ERR_*; encoders write a whole frame. */
 #define AW_DECLARE_(name, type, sender, dec_t, enc_t, fields, check) \
@@ -544,6 +633,10 @@ typedef struct aw_wevent {
 int aw_wevent_next(const uint8_t **p, size_t *len, aw_wevent_t *e); /* as aw_entry_next */
 int aw_put_wevent(aw_writer_t *w, const aw_wevent_t *e);            /* a record, no header */
 size_t aw_wevent_size(const aw_wevent_t *e);
+
+/* A terminal's id: 1 ..= AW_MAX_TERM_ID bytes of [A-Za-z0-9._-], the first not '.' (so
+ * it is a file name of its own, never "." or ".." or hidden). 1 or 0. */
+int aw_term_id_ok(const uint8_t *p, size_t len);
 
 /* 1 when p[0..len) holds a NUL byte. */
 int aw_has_nul(const uint8_t *p, size_t len);

@@ -69,6 +69,32 @@ static void exec_roundtrip(const aw_exec_req_t *m, const uint8_t *p, size_t len)
   free(env);
 }
 
+/* Re-encodes a decoded TERM_OPEN through the encoder's form. */
+static void term_open_roundtrip(const aw_term_open_req_t *m, const uint8_t *p, size_t len) {
+  aw_bytes_t *argv = malloc(sizeof(aw_bytes_t) * (m->argv.count + 1));
+  aw_bytes_t *env = malloc(sizeof(aw_bytes_t) * (m->env.count + 1));
+  if (!argv || !env) abort();
+  aw_list_t it = m->argv;
+  uint32_t i = 0;
+  while (aw_list_next(&it, &argv[i])) i++;
+  it = m->env;
+  uint32_t j = 0;
+  while (aw_list_next(&it, &env[j])) j++;
+  aw_term_open_enc_t e = {m->flags, m->window, m->cols, m->rows, m->scrollback, m->term_id, m->cwd, argv, i, env, j};
+  aw_writer_t w;
+  aw_w_init(&w, out, sizeof(out));
+  FUZZ_CHECK(aw_put_term_open(&w, 1, &e) == AW_OK, "TERM_OPEN does not re-encode");
+  same_payload("TERM_OPEN", &w, p, len);
+  free(argv);
+  free(env);
+}
+
+/* A decoded terminal id is one aw_term_id_ok accepts. */
+static void check_term_id(const char *what, aw_bytes_t id) {
+  FUZZ_CHECK(id.len >= 1 && id.len <= AW_MAX_TERM_ID && aw_term_id_ok(id.p, id.len), "%s id", what);
+  FUZZ_CHECK(id.p[0] != '.' && !memchr(id.p, '/', id.len) && !aw_has_nul(id.p, id.len), "%s id bytes", what);
+}
+
 static void from_agent(const aw_header_t *h, const uint8_t *p, size_t len) {
   aw_writer_t w;
   aw_w_init(&w, out, sizeof(out));
@@ -216,6 +242,29 @@ static void from_agent(const aw_header_t *h, const uint8_t *p, size_t len) {
       FUZZ_CHECK(aw_put_watch_result(&w, h->id, &wres) == AW_OK, "WATCH RESULT");
       same_payload("WATCH RESULT", &w, p, len);
     }
+    aw_term_res_t tres;
+    if (aw_dec_term_result(p, len, &tres) == AW_OK) {
+      aw_w_init(&w, out, sizeof(out));
+      FUZZ_CHECK(tres.tail <= tres.head, "TERM RESULT tail past head");
+      FUZZ_CHECK((tres.flags & AW_TERMF_ENDED) || (!tres.how && !tres.signal && !tres.code), "TERM RESULT exit before the end");
+      FUZZ_CHECK(tres.cols >= 1 && tres.rows >= 1 && tres.cols <= AW_MAX_TERM_DIM && tres.rows <= AW_MAX_TERM_DIM, "TERM size");
+      FUZZ_CHECK(aw_put_term_result(&w, h->id, &tres) == AW_OK, "TERM RESULT");
+      same_payload("TERM RESULT", &w, p, len);
+    }
+    aw_term_list_res_t tl;
+    if (aw_dec_term_list_result(p, len, &tl) == AW_OK) {
+      FUZZ_CHECK(tl.ids.count <= AW_MAX_TERMS, "TERM_LIST RESULT count");
+      aw_bytes_t *ids = malloc(sizeof(aw_bytes_t) * (tl.ids.count + 1));
+      if (!ids) abort();
+      aw_list_t it = tl.ids;
+      uint32_t n = 0;
+      while (aw_list_next(&it, &ids[n])) check_term_id("TERM_LIST RESULT", ids[n++]);
+      aw_term_list_enc_t e = {ids, n};
+      aw_w_init(&w, out, sizeof(out));
+      FUZZ_CHECK(aw_put_term_list_result(&w, h->id, &e) == AW_OK, "TERM_LIST RESULT");
+      same_payload("TERM_LIST RESULT", &w, p, len);
+      free(ids);
+    }
     break;
   }
   default: FUZZ_CHECK(0, "aw_frame_parse let type %u through from the agent", h->type);
@@ -323,6 +372,57 @@ static void from_host(const aw_header_t *h, const uint8_t *p, size_t len) {
       FUZZ_CHECK(m.path.len <= AW_MAX_PATH && !aw_has_nul(m.path.p, m.path.len), "WATCH path");
       FUZZ_CHECK(aw_put_watch(&w, h->id, &m) == AW_OK, "WATCH");
       same_payload("WATCH", &w, p, len);
+    }
+    break;
+  }
+  case AW_T_TERM_OPEN: {
+    aw_term_open_req_t m;
+    if (aw_dec_term_open(p, len, &m) == AW_OK) {
+      FUZZ_CHECK((m.flags & ~AW_TERM_FLAGS_ALL) == 0 && m.window <= AW_MAX_WINDOW, "TERM_OPEN values");
+      FUZZ_CHECK(m.scrollback >= AW_MIN_SCROLLBACK && m.scrollback <= AW_MAX_SCROLLBACK, "scrollback %u", m.scrollback);
+      FUZZ_CHECK(m.cols >= 1 && m.rows >= 1 && m.cols <= AW_MAX_TERM_DIM && m.rows <= AW_MAX_TERM_DIM, "TERM_OPEN size");
+      check_term_id("TERM_OPEN", m.term_id);
+      check_list("argv", m.argv, p, p + len, 0);
+      check_list("env", m.env, p, p + len, 1);
+      term_open_roundtrip(&m, p, len);
+    }
+    break;
+  }
+  case AW_T_TERM_ATTACH: {
+    aw_term_attach_req_t m;
+    if (aw_dec_term_attach(p, len, &m) == AW_OK) {
+      FUZZ_CHECK((m.flags & ~AW_TERM_FLAGS_ALL) == 0 && m.window <= AW_MAX_WINDOW, "TERM_ATTACH values");
+      check_term_id("TERM_ATTACH", m.term_id);
+      FUZZ_CHECK(aw_put_term_attach(&w, h->id, &m) == AW_OK, "TERM_ATTACH");
+      same_payload("TERM_ATTACH", &w, p, len);
+    }
+    break;
+  }
+  case AW_T_TERM_RESIZE: {
+    aw_term_resize_req_t m;
+    if (aw_dec_term_resize(p, len, &m) == AW_OK) {
+      FUZZ_CHECK(m.cols >= 1 && m.rows >= 1 && m.cols <= AW_MAX_TERM_DIM && m.rows <= AW_MAX_TERM_DIM, "TERM_RESIZE size");
+      check_term_id("TERM_RESIZE", m.term_id);
+      FUZZ_CHECK(aw_put_term_resize(&w, h->id, &m) == AW_OK, "TERM_RESIZE");
+      same_payload("TERM_RESIZE", &w, p, len);
+    }
+    break;
+  }
+  case AW_T_TERM_SIGNAL: {
+    aw_term_signal_req_t m;
+    if (aw_dec_term_signal(p, len, &m) == AW_OK) {
+      FUZZ_CHECK(m.signal >= 1 && m.signal <= 64, "signal %u", m.signal);
+      check_term_id("TERM_SIGNAL", m.term_id);
+      FUZZ_CHECK(aw_put_term_signal(&w, h->id, &m) == AW_OK, "TERM_SIGNAL");
+      same_payload("TERM_SIGNAL", &w, p, len);
+    }
+    break;
+  }
+  case AW_T_TERM_LIST: {
+    aw_term_list_req_t m;
+    if (aw_dec_term_list(p, len, &m) == AW_OK) {
+      FUZZ_CHECK(aw_put_term_list(&w, h->id, &m) == AW_OK, "TERM_LIST");
+      same_payload("TERM_LIST", &w, p, len);
     }
     break;
   }

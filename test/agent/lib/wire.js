@@ -26,6 +26,10 @@ export const WATCH_MAX = table.constant("AW_WATCH_MAX");
 export const MAX_WATCHES = table.constant("AW_MAX_WATCHES");
 export const WEV = { 1: "create", 2: "modify", 3: "delete", 4: "rename", 5: "overflow" };
 export const WKIND = { 0: "none", 1: "file", 2: "directory" };
+// TERM_*: the request's flags, the RESULT's flags.
+export const TERM = { OUTPUT: table.constant("AW_TERM_OUTPUT"), INPUT: table.constant("AW_TERM_INPUT"), WAIT: table.constant("AW_TERM_WAIT") };
+export const TERMF = { ENDED: table.constant("AW_TERMF_ENDED"), CORE: table.constant("AW_TERMF_CORE") };
+export const TERM_REC_FIXED = table.constant("AW_TERM_REC_FIXED");
 export const ERRORS = table.errors;
 const AGENT_TYPES = new Set(Object.values(table.types).filter((t) => t.sender !== "HOST").map((t) => t.code));
 
@@ -181,6 +185,10 @@ export function encodePayload(name, values = {}) {
   return w.done();
 }
 
+// aw_term_id_ok: 1..64 bytes of [A-Za-z0-9._-], not "." first.
+export const termIdOk = (id) => /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/.test(Buffer.from(id).toString("latin1"));
+const termIdWhy = (id) => (termIdOk(id) ? null : `terminal id ${JSON.stringify(Buffer.from(id).toString("latin1"))}`);
+
 // What no single field says (the table's `check` column), as agent_wire.c has it.
 const CHECKS = {
   AW_NO_CHECK: () => null,
@@ -192,6 +200,17 @@ const CHECKS = {
       : null,
   aw_check_port_wait: (m) => (m.intervalMs !== 0 && m.intervalMs < table.constant("AW_MIN_INTERVAL_MS") ? "interval" : null),
   aw_check_port_result: (m) => ((m.found !== 0) !== (m.families !== 0) ? "found without families" : null),
+  aw_check_term_open: (m) => termIdWhy(m.termId),
+  aw_check_term_attach: (m) => termIdWhy(m.termId),
+  aw_check_term_resize: (m) => termIdWhy(m.termId),
+  aw_check_term_signal: (m) => termIdWhy(m.termId),
+  aw_check_term_result: (m) => {
+    if (m.tail > m.head) return "tail after head";
+    if (!(m.flags & TERMF.ENDED)) return m.how || m.signal || m.code || m.flags & TERMF.CORE ? "an exit before the end" : null;
+    if (m.how === 0) return m.signal || m.flags & TERMF.CORE ? "inconsistent exit" : null;
+    return m.signal < 1 || m.code !== 128 + m.signal ? "inconsistent exit" : null;
+  },
+  aw_check_term_list_result: (m) => m.ids.map(termIdWhy).find((w) => w) ?? null,
   aw_check_alive_result: (m) => {
     const limit = table.constant("AW_PID_LIMIT");
     const bad = (n) => n !== 0xffffffff && n > limit;
@@ -275,6 +294,12 @@ export const enc = {
   groupAlive: (id, { pgid }) => msgFrame("group_alive", id, { pgid }),
   watch: (id, { path, recursive = false, flags, window = 1 << 20, maxWatches = 1024 }) =>
     msgFrame("watch", id, { flags: flags ?? (recursive ? WATCH_RECURSIVE : 0), window, maxWatches, path }),
+  termOpen: (id, { termId, argv, env = [], cwd = "", flags = 0, window = 1 << 20, cols = 80, rows = 24, scrollback = 1 << 20 }) =>
+    msgFrame("term_open", id, { flags, window, cols, rows, scrollback, termId, cwd, argv, env }),
+  termAttach: (id, { termId, flags = 0, window = 1 << 20, since = 0 }) => msgFrame("term_attach", id, { flags, window, since, termId }),
+  termResize: (id, { termId, cols, rows }) => msgFrame("term_resize", id, { cols, rows, termId }),
+  termSignal: (id, { termId, signal }) => msgFrame("term_signal", id, { signal, termId }),
+  termList: (id) => msgFrame("term_list", id, { flags: 0 }),
 };
 
 // Splits complete frames off the front of buf; throws on an invalid header.
@@ -409,6 +434,16 @@ export const dec = {
   watchResult(p) {
     const m = decodePayload("watch_result", p);
     return { events: Number(m.events), flags: m.flags, rootGone: !!(m.flags & WATCHF.ROOT_GONE), limit: !!(m.flags & WATCHF.LIMIT) };
+  },
+  termResult(p) {
+    const m = decodePayload("term_result", p);
+    return { ...m, ended: !!(m.flags & TERMF.ENDED), head: Number(m.head), tail: Number(m.tail) };
+  },
+  termListResult: (p) => decodePayload("term_list_result", p).ids.map((b) => b.toString("latin1")),
+  // One terminal output record (a whole DATA payload): its offset and bytes.
+  termRecord(p) {
+    if (p.length <= TERM_REC_FIXED) throw new ProtocolError(`terminal record of ${p.length} bytes`);
+    return { offset: Number(Buffer.from(p).readBigUInt64BE(0)), data: Buffer.from(p.subarray(TERM_REC_FIXED)) };
   },
   portResult: (p) => decodePayload("port_result", p),
   signalResult: (p) => decodePayload("signal_result", p),
