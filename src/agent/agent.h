@@ -20,6 +20,9 @@
  *   req.c                            the request table, credit windows
  *   exec.c files.c ports.c procs.c   the operations
  *   watch.c                          WATCH (above files.c, whose workdir descriptor it uses)
+ *   keeper.c                         a terminal's keeper process (above exec.c, whose spawn
+ *                                    it uses) and its protocol
+ *   term.c                           the TERM_* requests: the agent's side of the keepers
  *   ops.c                            a request's type -> the operation's file; the scheduler
  *   conn.c                           reading, checking and dispatching the host's frames
  *   main.c                           the start, the poll() loop, timers, the exit
@@ -147,6 +150,8 @@ typedef struct list_state {
 /* WATCH: its state is watch.c's alone (inotify, the map of watched directories, the
  * buffers); the request holds a pointer to it. */
 typedef struct watch_state watch_state_t;
+/* TERM_*: the connection to a terminal's keeper and its buffers, term.c's alone. */
+typedef struct term_state term_state_t;
 
 typedef struct port_state {
   uint16_t port, flags;
@@ -171,6 +176,7 @@ struct req {
     list_state_t list;
     port_state_t port;
     watch_state_t *watch;
+    term_state_t *term;
   } u;
 };
 
@@ -193,6 +199,7 @@ typedef struct agent {
   int use_openat2;
   int proc_ok;
   uint32_t heartbeat_ms;
+  char *term_dir;   /* where terminals' keepers listen (--term-dir), NULL: the default */
   char **base_env; /* inherited environment, our own variables removed */
   size_t base_envc;
   /* lifetime (conn.c the last frame's time, shutdown.c the rest) */
@@ -219,6 +226,8 @@ void util_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int util_set_nonblock(int fd);
 void util_close_fd(int *fd);
 ssize_t util_write_all(int fd, const void *p, size_t len); /* blocking fd */
+/* Closes every descriptor of the process but fds[0..n) (a forked child about to live on). */
+void util_close_all_except(const int *fds, int n);
 
 /* ---- procfs.c: parsers of /proc text ---- */
 typedef struct proc_stat {
@@ -378,6 +387,13 @@ int exec_env_init(char **envp);
 void exec_reap_children(void);
 /* At exit: a child that reads and drops the detached commands' output. */
 void exec_spawn_drainer(void);
+/* Starts m's command (its argv, cwd and env over the agent's environment and `preset`, a
+ * NAME=value or NULL) in a session of its own, with in/out/err as its 0, 1 and 2; with
+ * `tty`, in_fd is a terminal that becomes its controlling terminal. The caller's
+ * descriptors stay open. The pid, or -1 with e set (spawn_failed with its stage, as for
+ * an EXEC). */
+pid_t exec_spawn(const aw_exec_req_t *m, const char *preset, int in_fd, int out_fd, int err_fd, int tty,
+                 ag_err_t *e);
 
 /* ---- files.c: READ, WRITE, MKDIR, LIST ---- */
 int files_workdir(ag_err_t *e); /* the workdir fd, opened on first use */
@@ -410,6 +426,58 @@ int watch_ready(const req_t *r, int which);
 void watch_closed(req_t *r); /* the poll loop closed its descriptor: the request fails */
 void watch_cancel(req_t *r, uint16_t why); /* as req_end */
 void watch_close(req_t *r);
+
+/* ---- keeper.c: a terminal's keeper process and its protocol (term.c speaks it) ---- */
+#define KW_HEADER 8u
+#define KW_OUT_MAX 16384u                  /* output bytes in one OUT, input bytes in one INPUT */
+#define KW_MAX_PAYLOAD (KW_OUT_MAX + 16u)  /* any keeper message */
+#define KW_INFO_LEN 32u
+enum {
+  KW_ATTACH = 1, /* client -> keeper: u32 flags (AW_TERM_*), u64 since */
+  KW_INPUT = 2,  /* bytes for the terminal, 1 ..= KW_OUT_MAX */
+  KW_RESIZE = 3, /* u16 cols, u16 rows: answered by INFO */
+  KW_SIGNAL = 4, /* u8 signal: answered by ACK */
+  KW_SYNC = 5,   /* answered by INFO once the input before it is in the terminal */
+  KW_INFO = 0x41, /* keeper -> client: keeper_info_t */
+  KW_OUT = 0x42,  /* u64 offset, then 1 ..= KW_OUT_MAX bytes */
+  KW_END = 0x43,  /* keeper_info_t, the terminal's last */
+  KW_ACK = 0x44,  /* u8 delivered, u32 processes signalled */
+  KW_FAIL = 0x45, /* the keeper could not start: u16 kind, u8 stage, u8 0, u32 errno, u64 value, detail */
+};
+typedef struct keeper_info {
+  uint32_t pid;
+  uint16_t cols, rows;
+  uint64_t head, tail; /* bytes the program wrote in all; the oldest still kept */
+  uint8_t ended, how, signal, core;
+  int32_t code;
+} keeper_info_t;
+size_t keeper_msg_header(uint8_t *out, uint8_t kind, uint32_t len); /* KW_HEADER bytes */
+/* A whole message at buf: 1 with kind, payload and length; 0 more bytes needed; -1 a
+ * header no keeper or client sends (the connection is dropped). */
+int keeper_msg_parse(const uint8_t *buf, size_t len, uint8_t *kind, const uint8_t **payload, uint32_t *plen);
+size_t keeper_info_put(uint8_t *out, const keeper_info_t *k); /* KW_INFO_LEN bytes */
+int keeper_info_get(const uint8_t *p, uint32_t len, keeper_info_t *k); /* 0, or -1: not an INFO */
+size_t keeper_fail_put(uint8_t *out, size_t cap, const ag_err_t *e);
+int keeper_fail_get(const uint8_t *p, uint32_t len, ag_err_t *e);
+/* The keeper process (term.c forks it): never returns. client_fd is its first client's
+ * connection, dir_fd and dir the terminals' directory, name the terminal's id. */
+void keeper_main(int client_fd, int dir_fd, const char *dir, const char *name, const aw_term_open_req_t *m)
+    __attribute__((noreturn));
+
+/* ---- term.c: TERM_OPEN, TERM_ATTACH, TERM_RESIZE, TERM_SIGNAL, TERM_LIST ---- */
+void term_open_start(uint32_t id, const uint8_t *p, size_t len);
+void term_attach_start(uint32_t id, const uint8_t *p, size_t len);
+void term_resize_start(uint32_t id, const uint8_t *p, size_t len);
+void term_signal_start(uint32_t id, const uint8_t *p, size_t len);
+void term_list_run(uint32_t id, const uint8_t *p, size_t len);
+void term_data(req_t *r, const uint8_t *p, size_t len, int end);
+int term_produce(req_t *r, int which);
+int term_ready(const req_t *r, int which);
+int term_input_fd(const req_t *r);
+void term_input_ready(req_t *r);
+void term_closed(req_t *r); /* the keeper hung up */
+void term_cancel(req_t *r, uint16_t why);
+void term_close(req_t *r);
 
 /* ---- ops.c: what depends on a request's type ---- */
 /* Ends a request: AW_E_CANCELLED or AW_E_SHUTDOWN is reported (exec: as a RESULT with

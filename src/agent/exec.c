@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <dirent.h>
@@ -54,6 +55,15 @@ static int same_name(const char *a, const char *b) {
 
 /* ---- spawn ---- */
 
+/* Sets NAME=value in envp[0..envc), replacing the same NAME: the new count. */
+static size_t env_put(char **envp, size_t envc, char *kv) {
+  size_t k;
+  for (k = 0; k < envc; k++)
+    if (same_name(envp[k], kv)) break;
+  envp[k] = kv;
+  return k == envc ? envc + 1 : envc;
+}
+
 typedef struct spawn {
   char **argv;
   char **envp;
@@ -72,15 +82,17 @@ typedef struct spawn_report {
 } spawn_report_t;
 #define REPORT_PATH_MAX 4096
 
-/* Copies of argv and the merged environment, in one allocation. */
-static int spawn_build(const aw_exec_req_t *m, spawn_t *s, ag_err_t *e) {
+/* Copies of argv and the merged environment, in one allocation: the agent's environment,
+ * then `preset` (a NAME=value or NULL), then the request's, a later NAME replacing an
+ * earlier one. */
+static int spawn_build(const aw_exec_req_t *m, const char *preset, spawn_t *s, ag_err_t *e) {
   size_t strings = m->cwd.len + 1;
   aw_list_t it = m->argv;
   aw_bytes_t b;
   while (aw_list_next(&it, &b)) strings += b.len + 1;
   it = m->env;
   while (aw_list_next(&it, &b)) strings += b.len + 1;
-  size_t nptr = (size_t)m->argv.count + 1 + g.base_envc + m->env.count + 1;
+  size_t nptr = (size_t)m->argv.count + 1 + g.base_envc + 1 + m->env.count + 1;
   size_t total = nptr * sizeof(char *) + strings;
   char *block = malloc(total);
   if (block == NULL) {
@@ -101,15 +113,12 @@ static int spawn_build(const aw_exec_req_t *m, spawn_t *s, ag_err_t *e) {
   argv[i] = NULL;
   size_t envc = 0;
   for (size_t k = 0; k < g.base_envc; k++) envp[envc++] = g.base_env[k];
+  if (preset != NULL) envc = env_put(envp, envc, (char *)preset);
   it = m->env;
   while (aw_list_next(&it, &b)) {
     memcpy(str, b.p, b.len);
     str[b.len] = 0;
-    size_t k;
-    for (k = 0; k < envc; k++)
-      if (same_name(envp[k], str)) break;
-    envp[k] = str;
-    if (k == envc) envc++;
+    envc = env_put(envp, envc, str);
     str += b.len + 1;
   }
   envp[envc] = NULL;
@@ -143,9 +152,10 @@ static void child_report(int fd, uint8_t stage, int err, int searched, const cha
 }
 
 /* The child between fork and exec: async-signal-safe calls only. */
-static void child_run(const spawn_t *s, int in_fd, int out_fd, int err_fd, int rep_fd) __attribute__((noreturn));
-static void child_run(const spawn_t *s, int in_fd, int out_fd, int err_fd, int rep_fd) {
+static void child_run(const spawn_t *s, int in_fd, int out_fd, int err_fd, int tty, int rep_fd) __attribute__((noreturn));
+static void child_run(const spawn_t *s, int in_fd, int out_fd, int err_fd, int tty, int rep_fd) {
   if (setsid() < 0) child_report(rep_fd, AW_STAGE_SETUP, errno, 0, NULL);
+  if (tty && ioctl(in_fd, TIOCSCTTY, 0) < 0) child_report(rep_fd, AW_STAGE_SETUP, errno, 0, NULL);
   if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
     child_report(rep_fd, AW_STAGE_SETUP, errno, 0, NULL);
   struct sigaction sa;
@@ -200,49 +210,28 @@ static void close_pair(int p[2]) {
   util_close_fd(&p[1]);
 }
 
-void exec_start(uint32_t id, const uint8_t *p, size_t len) {
-  aw_exec_req_t m;
-  ag_err_t e;
+pid_t exec_spawn(const aw_exec_req_t *m, const char *preset, int in_fd, int out_fd, int err_fd, int tty,
+                 ag_err_t *e) {
   spawn_t s;
   memset(&s, 0, sizeof(s));
-  int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1}, prep[2] = {-1, -1};
-  req_t *r = NULL;
-  int rc = aw_dec_exec(p, len, &m);
-  if (rc != AW_OK) {
-    uint16_t kind = rc == AW_ERR_LIMIT ? AW_E_LIMIT : rc == AW_ERR_NUL || rc == AW_ERR_VALUE ? AW_E_INVALID : AW_E_PROTOCOL;
-    ag_err_set(&e, kind, 0, "EXEC: %s", aw_status_str(rc));
+  int prep[2] = {-1, -1};
+  pid_t pid = -1;
+  if (m->cwd.len && m->cwd.p[0] != '/') {
+    ag_err_set(e, AW_E_INVALID, 0, "cwd must be an absolute path");
     goto fail;
   }
-  if (m.cwd.len && m.cwd.p[0] != '/') {
-    ag_err_set(&e, AW_E_INVALID, 0, "cwd must be an absolute path");
+  if (spawn_build(m, preset, &s, e) < 0) goto fail;
+  if (pipe2(prep, O_CLOEXEC) < 0) {
+    ag_err_set(e, AW_E_RESOURCES, errno, "pipe");
     goto fail;
   }
-  if (spawn_build(&m, &s, &e) < 0) goto fail;
-  if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 ||
-      pipe2(prep, O_CLOEXEC) < 0) {
-    ag_err_set(&e, AW_E_RESOURCES, errno, "pipe");
-    goto fail;
-  }
-  r = req_new(id, AW_T_EXEC);
-  if (r == NULL) {
-    ag_err_set(&e, AW_E_RESOURCES, ENOMEM, "out of memory");
-    goto fail;
-  }
-  exec_state_t *x = &r->u.exec;
-  x->stdin_fd = -1;
-  x->detached = (m.flags & AW_EXEC_DETACHED) != 0;
-  x->start_ms = util_now_ms();
-  x->start_us = util_now_us();
-  pid_t pid = fork();
+  pid = fork();
   if (pid < 0) {
-    ag_err_set(&e, AW_E_RESOURCES, errno, "fork");
-    e.stage = AW_STAGE_FORK;
+    ag_err_set(e, AW_E_RESOURCES, errno, "fork");
+    e->stage = AW_STAGE_FORK;
     goto fail;
   }
-  if (pid == 0) child_run(&s, pin[0], pout[1], perr[1], prep[1]);
-  util_close_fd(&pin[0]);
-  util_close_fd(&pout[1]);
-  util_close_fd(&perr[1]);
+  if (pid == 0) child_run(&s, in_fd, out_fd, err_fd, tty, prep[1]);
   util_close_fd(&prep[1]);
   /* End of file: the command runs (the pipe closed on exec). A report: it never did. */
   char repbuf[sizeof(spawn_report_t) + REPORT_PATH_MAX];
@@ -262,22 +251,61 @@ void exec_start(uint32_t id, const uint8_t *p, size_t len) {
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
+    pid = -1;
     size_t plen = rep.path_len;
     if (plen > got - sizeof(rep)) plen = got - sizeof(rep);
     const char *argv0 = s.argv[0];
-    ag_err_set(&e, AW_E_SPAWN, rep.err, NULL);
+    ag_err_set(e, AW_E_SPAWN, rep.err, NULL);
     if (rep.stage == AW_STAGE_EXEC && rep.searched && plen > 0) {
       /* Found on PATH but it would not run: the path found is what the engine names. */
-      ag_err_detail_bytes(&e, repbuf + sizeof(rep), plen);
-      e.value = AW_SPAWN_SEARCHED | AW_SPAWN_RESOLVED;
+      ag_err_detail_bytes(e, repbuf + sizeof(rep), plen);
+      e->value = AW_SPAWN_SEARCHED | AW_SPAWN_RESOLVED;
     } else {
       const char *what = rep.stage == AW_STAGE_CWD ? s.cwd : argv0;
-      ag_err_detail_bytes(&e, what, strlen(what));
-      e.value = rep.searched ? AW_SPAWN_SEARCHED : 0;
+      ag_err_detail_bytes(e, what, strlen(what));
+      e->value = rep.searched ? AW_SPAWN_SEARCHED : 0;
     }
-    e.stage = rep.stage;
+    e->stage = rep.stage;
     goto fail;
   }
+  free(s.block);
+  return pid;
+fail:
+  close_pair(prep);
+  free(s.block);
+  return -1;
+}
+
+void exec_start(uint32_t id, const uint8_t *p, size_t len) {
+  aw_exec_req_t m;
+  ag_err_t e;
+  int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1};
+  req_t *r = NULL;
+  int rc = aw_dec_exec(p, len, &m);
+  if (rc != AW_OK) {
+    uint16_t kind = rc == AW_ERR_LIMIT ? AW_E_LIMIT : rc == AW_ERR_NUL || rc == AW_ERR_VALUE ? AW_E_INVALID : AW_E_PROTOCOL;
+    ag_err_set(&e, kind, 0, "EXEC: %s", aw_status_str(rc));
+    goto fail;
+  }
+  if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {
+    ag_err_set(&e, AW_E_RESOURCES, errno, "pipe");
+    goto fail;
+  }
+  r = req_new(id, AW_T_EXEC);
+  if (r == NULL) {
+    ag_err_set(&e, AW_E_RESOURCES, ENOMEM, "out of memory");
+    goto fail;
+  }
+  exec_state_t *x = &r->u.exec;
+  x->stdin_fd = -1;
+  x->detached = (m.flags & AW_EXEC_DETACHED) != 0;
+  x->start_ms = util_now_ms();
+  x->start_us = util_now_us();
+  pid_t pid = exec_spawn(&m, NULL, pin[0], pout[1], perr[1], 0, &e);
+  if (pid < 0) goto fail;
+  util_close_fd(&pin[0]);
+  util_close_fd(&pout[1]);
+  util_close_fd(&perr[1]);
   x->pid = pid;
   if (m.timeout_ms) x->deadline_ms = x->start_ms + m.timeout_ms;
   r->nout = 2;
@@ -297,7 +325,6 @@ void exec_start(uint32_t id, const uint8_t *p, size_t len) {
   } else {
     util_close_fd(&pin[1]); /* the command reads end-of-file at once */
   }
-  free(s.block);
   aw_started_t st = {(uint32_t)pid, (uint32_t)pid};
   aw_writer_t w;
   if (out_frame_begin(&w, 64)) out_frame_end(&w, aw_put_started(&w, id, &st));
@@ -306,8 +333,6 @@ fail:
   close_pair(pin);
   close_pair(pout);
   close_pair(perr);
-  close_pair(prep);
-  free(s.block);
   out_error(id, &e);
   if (r != NULL) req_finish(r);
 }
@@ -526,33 +551,6 @@ void exec_reap_children(void) {
 
 /* ---- the drainer ---- */
 
-static int keep(const int *fds, int n, int fd) {
-  for (int i = 0; i < n; i++)
-    if (fds[i] == fd) return 1;
-  return 0;
-}
-
-static void close_all_except(const int *fds, int n) {
-  DIR *d = opendir("/proc/self/fd");
-  if (d != NULL) {
-    int dfd = dirfd(d);
-    int list[1024];
-    int count = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL && count < 1024) {
-      char *end;
-      long v = strtol(de->d_name, &end, 10);
-      if (*end || end == de->d_name) continue;
-      if ((int)v != dfd && !keep(fds, n, (int)v)) list[count++] = (int)v;
-    }
-    closedir(d);
-    for (int i = 0; i < count; i++) close(list[i]);
-    if (count < 1024) return;
-  }
-  for (int fd = 0; fd < 65536; fd++)
-    if (!keep(fds, n, fd)) close(fd);
-}
-
 void exec_spawn_drainer(void) {
   int fds[256];
   int n = 0;
@@ -565,7 +563,7 @@ void exec_spawn_drainer(void) {
   pid_t pid = fork();
   if (pid != 0) return; /* the parent exits next; a failed fork leaves the pipes to close */
   setsid();
-  close_all_except(fds, n);
+  util_close_all_except(fds, n);
   struct pollfd pf[256];
   for (int i = 0; i < n; i++) {
     pf[i].fd = fds[i];

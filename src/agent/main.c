@@ -7,7 +7,7 @@
  * complete. The agent runs as one long-lived `docker exec` (no TTY): stdin and stdout
  * carry the protocol (src/agent/PROTOCOL.md), stderr its own diagnostics.
  *
- *   anvia-agent [--workdir PATH] [--heartbeat-ms N] [--no-openat2] [--version]
+ *   anvia-agent [--workdir PATH] [--heartbeat-ms N] [--term-dir PATH] [--no-openat2] [--version]
  *   anvia-agent init IDLE_MS MAX_MS     process 1 of a sandbox with limits (init.c)
  *
  * It exits after end of input, host silence longer than --heartbeat-ms (any frame counts;
@@ -57,7 +57,7 @@ static int shutdown_complete(void) {
 /* ---- start ---- */
 
 static void usage(void) {
-  fprintf(stderr, "usage: anvia-agent [--workdir PATH] [--heartbeat-ms N] [--no-openat2] [--version]\n");
+  fprintf(stderr, "usage: anvia-agent [--workdir PATH] [--heartbeat-ms N] [--term-dir PATH] [--no-openat2] [--version]\n");
 }
 
 static int parse_u32(const char *s, uint32_t *out) {
@@ -106,6 +106,8 @@ static int setup(int argc, char **argv) {
     const char *a = argv[i];
     if (strcmp(a, "--workdir") == 0 && i + 1 < argc) {
       g.workdir = argv[++i];
+    } else if (strcmp(a, "--term-dir") == 0 && i + 1 < argc) {
+      g.term_dir = argv[++i]; /* the terminals' directory (term.c), for tests */
     } else if (strcmp(a, "--heartbeat-ms") == 0 && i + 1 < argc) {
       if (parse_u32(argv[++i], &g.heartbeat_ms) < 0) {
         usage();
@@ -126,6 +128,10 @@ static int setup(int argc, char **argv) {
   }
   if (g.workdir && g.workdir[0] != '/') {
     fprintf(stderr, "anvia-agent: --workdir must be absolute\n");
+    return -1;
+  }
+  if (g.term_dir && (g.term_dir[0] != '/' || strlen(g.term_dir) > AW_MAX_PATH)) {
+    fprintf(stderr, "anvia-agent: --term-dir must be absolute and at most %u bytes\n", AW_MAX_PATH);
     return -1;
   }
   if (g.workdir && strlen(g.workdir) > AW_MAX_PATH) {

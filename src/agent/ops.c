@@ -57,8 +57,18 @@ static const ag_type_t TYPES[] = {
     {.type = AW_T_GROUP_ALIVE, .start = procs_alive_run},
     {.type = AW_T_WATCH, .start = watch_start, .cancel = watch_cancel, .produce = watch_produce,
      .ready = watch_ready, .close = watch_close, .polled = 1, .output_closed = watch_closed},
+#define TERM_ROW(t, s)                                                                                       \
+  {.type = t, .start = s, .cancel = term_cancel, .data = term_data, .produce = term_produce, .ready = term_ready, \
+   .close = term_close, .polled = 1, .input_fd = term_input_fd, .input_ready = term_input_ready,               \
+   .output_closed = term_closed}
+    TERM_ROW(AW_T_TERM_OPEN, term_open_start),
+    TERM_ROW(AW_T_TERM_ATTACH, term_attach_start),
+    TERM_ROW(AW_T_TERM_RESIZE, term_resize_start),
+    TERM_ROW(AW_T_TERM_SIGNAL, term_signal_start),
+#undef TERM_ROW
+    {.type = AW_T_TERM_LIST, .start = term_list_run},
 };
-_Static_assert(sizeof(TYPES) / sizeof(TYPES[0]) == AW_T_WATCH - FIRST + 1, "one row per request type, in order");
+_Static_assert(sizeof(TYPES) / sizeof(TYPES[0]) == AW_T_TERM_LIST - FIRST + 1, "one row per request type, in order");
 
 static const ag_type_t *type_of(uint8_t type) {
   size_t i = (size_t)type - FIRST;

@@ -1,5 +1,6 @@
 /*
- * util.c - clocks, descriptor helpers and diagnostics.
+ * util.c - clocks, descriptor helpers (closing all but some, for a child that lives on)
+ * and diagnostics.
  *
  * Owns: nothing. Diagnostics go to stderr, which is non-blocking: a host that does not
  * read the agent's stderr loses messages instead of stalling the agent.
@@ -9,6 +10,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,4 +73,31 @@ ssize_t util_write_all(int fd, const void *p, size_t len) {
     done += (size_t)w;
   }
   return (ssize_t)done;
+}
+
+static int keep(const int *fds, int n, int fd) {
+  for (int i = 0; i < n; i++)
+    if (fds[i] == fd) return 1;
+  return 0;
+}
+
+void util_close_all_except(const int *fds, int n) {
+  DIR *d = opendir("/proc/self/fd");
+  if (d != NULL) {
+    int dfd = dirfd(d);
+    int list[1024];
+    int count = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL && count < 1024) {
+      char *end;
+      long v = strtol(de->d_name, &end, 10);
+      if (*end || end == de->d_name) continue;
+      if ((int)v != dfd && !keep(fds, n, (int)v)) list[count++] = (int)v;
+    }
+    closedir(d);
+    for (int i = 0; i < count; i++) close(list[i]);
+    if (count < 1024) return;
+  }
+  for (int fd = 0; fd < 65536; fd++)
+    if (!keep(fds, n, fd)) close(fd);
 }

@@ -315,6 +315,46 @@ export class Agent {
     return r;
   }
 
+  // TERM_OPEN and TERM_ATTACH run until the terminal ends (or CANCEL, or at once without
+  // OUTPUT, INPUT and WAIT): the request is returned at once. r.records() decodes each DATA
+  // frame (one record each); r.output() is the bytes from the first record's offset,
+  // checked to be contiguous. The RESULT is r.result once r.done settles.
+  termOpen(opts) {
+    return this.termRequest((id) => enc.termOpen(id, opts), opts);
+  }
+  termAttach(opts) {
+    return this.termRequest((id) => enc.termAttach(id, opts), opts);
+  }
+  termRequest(frameOf, { autoCredit = true } = {}) {
+    const r = this.request(frameOf, { autoCredit });
+    r.records = () => r.chunks[S.OUT].map((c) => dec.termRecord(c));
+    r.output = () => {
+      const recs = r.records();
+      for (let i = 1; i < recs.length; i++)
+        if (recs[i].offset !== recs[i - 1].offset + recs[i - 1].data.length) throw new Error(`records not contiguous at ${i}`);
+      return Buffer.concat(recs.map((x) => x.data));
+    };
+    r.done.then(() => {
+      if (r.raw) r.result = dec.termResult(r.raw);
+    });
+    return r;
+  }
+  async termResize(termId, cols, rows) {
+    const r = await this.request((id) => enc.termResize(id, { termId, cols, rows })).done;
+    if (r.raw) r.result = dec.termResult(r.raw);
+    return r;
+  }
+  async termSignal(termId, signal) {
+    const r = await this.request((id) => enc.termSignal(id, { termId, signal })).done;
+    if (r.raw) r.result = dec.signalResult(r.raw);
+    return r;
+  }
+  async termList() {
+    const r = await this.request((id) => enc.termList(id)).done;
+    if (r.raw) r.result = dec.termListResult(r.raw);
+    return r;
+  }
+
   async portWait(port, opts = {}) {
     const r = await this.request((id) => enc.portWait(id, { port, ...opts })).done;
     if (r.raw) r.result = dec.portResult(r.raw);
