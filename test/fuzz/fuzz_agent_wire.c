@@ -49,17 +49,19 @@ static void check_list(const char *what, aw_list_t l, const uint8_t *lo, const u
   FUZZ_CHECK(n == want, "%s yielded %u strings of %u", what, n, want);
 }
 
+/* A validated list's strings as the encoder's array (malloc'd; *n set). */
+static aw_bytes_t *list_items(aw_list_t it, uint32_t *n) {
+  aw_bytes_t *a = malloc(sizeof(aw_bytes_t) * (it.count + 1));
+  if (!a) abort();
+  *n = 0;
+  while (aw_list_next(&it, &a[*n])) (*n)++;
+  return a;
+}
+
 /* Re-encodes a decoded EXEC through the encoder's form. */
 static void exec_roundtrip(const aw_exec_req_t *m, const uint8_t *p, size_t len) {
-  aw_bytes_t *argv = malloc(sizeof(aw_bytes_t) * (m->argv.count + 1));
-  aw_bytes_t *env = malloc(sizeof(aw_bytes_t) * (m->env.count + 1));
-  if (!argv || !env) abort();
-  aw_list_t it = m->argv;
-  uint32_t i = 0;
-  while (aw_list_next(&it, &argv[i])) i++;
-  it = m->env;
-  uint32_t j = 0;
-  while (aw_list_next(&it, &env[j])) j++;
+  uint32_t i, j;
+  aw_bytes_t *argv = list_items(m->argv, &i), *env = list_items(m->env, &j);
   aw_exec_enc_t e = {m->flags, m->timeout_ms, m->window, m->cwd, argv, i, env, j};
   aw_writer_t w;
   aw_w_init(&w, out, sizeof(out));
@@ -71,15 +73,8 @@ static void exec_roundtrip(const aw_exec_req_t *m, const uint8_t *p, size_t len)
 
 /* Re-encodes a decoded TERM_OPEN through the encoder's form. */
 static void term_open_roundtrip(const aw_term_open_req_t *m, const uint8_t *p, size_t len) {
-  aw_bytes_t *argv = malloc(sizeof(aw_bytes_t) * (m->argv.count + 1));
-  aw_bytes_t *env = malloc(sizeof(aw_bytes_t) * (m->env.count + 1));
-  if (!argv || !env) abort();
-  aw_list_t it = m->argv;
-  uint32_t i = 0;
-  while (aw_list_next(&it, &argv[i])) i++;
-  it = m->env;
-  uint32_t j = 0;
-  while (aw_list_next(&it, &env[j])) j++;
+  uint32_t i, j;
+  aw_bytes_t *argv = list_items(m->argv, &i), *env = list_items(m->env, &j);
   aw_term_open_enc_t e = {m->flags, m->window, m->cols, m->rows, m->scrollback, m->term_id, m->cwd, argv, i, env, j};
   aw_writer_t w;
   aw_w_init(&w, out, sizeof(out));
@@ -254,11 +249,9 @@ static void from_agent(const aw_header_t *h, const uint8_t *p, size_t len) {
     aw_term_list_res_t tl;
     if (aw_dec_term_list_result(p, len, &tl) == AW_OK) {
       FUZZ_CHECK(tl.ids.count <= AW_MAX_TERMS, "TERM_LIST RESULT count");
-      aw_bytes_t *ids = malloc(sizeof(aw_bytes_t) * (tl.ids.count + 1));
-      if (!ids) abort();
-      aw_list_t it = tl.ids;
-      uint32_t n = 0;
-      while (aw_list_next(&it, &ids[n])) check_term_id("TERM_LIST RESULT", ids[n++]);
+      uint32_t n;
+      aw_bytes_t *ids = list_items(tl.ids, &n);
+      for (uint32_t k = 0; k < n; k++) check_term_id("TERM_LIST RESULT", ids[k]);
       aw_term_list_enc_t e = {ids, n};
       aw_w_init(&w, out, sizeof(out));
       FUZZ_CHECK(aw_put_term_list_result(&w, h->id, &e) == AW_OK, "TERM_LIST RESULT");
