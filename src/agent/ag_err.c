@@ -12,6 +12,11 @@
 
 #include "agent.h"
 
+void ag_err_decode(ag_err_t *e, int rc, const char *what) {
+  uint16_t kind = rc == AW_ERR_LIMIT ? AW_E_LIMIT : rc == AW_ERR_NUL || rc == AW_ERR_VALUE ? AW_E_INVALID : AW_E_PROTOCOL;
+  ag_err_set(e, kind, 0, "%s: %s", what, aw_status_str(rc));
+}
+
 uint16_t ag_err_kind_of(int errnum) {
   switch (errnum) {
   case ENOENT: return AW_E_NOT_FOUND;

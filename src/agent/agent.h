@@ -70,6 +70,9 @@ void ag_err_set(ag_err_t *e, uint16_t kind, int errnum, const char *fmt, ...)
  * resources, EROFS read_only, ENOSPC/EDQUOT no_space, ENOTDIR not_directory, EISDIR
  * is_directory, ELOOP symlink, ENAMETOOLONG limit, else io. */
 uint16_t ag_err_kind_of(int errnum);
+/* A request's payload that did not decode (rc, an AW_ERR_*): limit for a bound, invalid
+ * for a value or a NUL, else protocol; detail "WHAT: reason". */
+void ag_err_decode(ag_err_t *e, int rc, const char *what);
 /* detail = raw bytes (a path), truncated to fit. */
 void ag_err_detail_bytes(ag_err_t *e, const void *p, size_t len);
 
@@ -432,6 +435,9 @@ void watch_close(req_t *r);
 #define KW_OUT_MAX 16384u                  /* output bytes in one OUT, input bytes in one INPUT */
 #define KW_MAX_PAYLOAD (KW_OUT_MAX + 16u)  /* any keeper message */
 #define KW_INFO_LEN 32u
+#define KW_ATTACH_LEN 12u
+#define KW_RESIZE_LEN 4u
+#define KW_ACK_LEN 5u
 enum {
   KW_ATTACH = 1, /* client -> keeper: u32 flags (AW_TERM_*), u64 since */
   KW_INPUT = 2,  /* bytes for the terminal, 1 ..= KW_OUT_MAX */
@@ -455,6 +461,12 @@ size_t keeper_msg_header(uint8_t *out, uint8_t kind, uint32_t len); /* KW_HEADER
 /* A whole message at buf: 1 with kind, payload and length; 0 more bytes needed; -1 a
  * header no keeper or client sends (the connection is dropped). */
 int keeper_msg_parse(const uint8_t *buf, size_t len, uint8_t *kind, const uint8_t **payload, uint32_t *plen);
+/* The payloads, each layout written here alone (big-endian). */
+size_t keeper_attach_put(uint8_t *out, uint32_t flags, uint64_t since); /* KW_ATTACH_LEN bytes */
+size_t keeper_resize_put(uint8_t *out, uint16_t cols, uint16_t rows);   /* KW_RESIZE_LEN bytes */
+void keeper_u64_put(uint8_t *out, uint64_t v);                          /* an OUT's offset */
+uint64_t keeper_u64_get(const uint8_t *p);
+int keeper_ack_get(const uint8_t *p, uint32_t len, uint8_t *delivered, uint32_t *count); /* 0 or -1 */
 size_t keeper_info_put(uint8_t *out, const keeper_info_t *k); /* KW_INFO_LEN bytes */
 int keeper_info_get(const uint8_t *p, uint32_t len, keeper_info_t *k); /* 0, or -1: not an INFO */
 size_t keeper_fail_put(uint8_t *out, size_t cap, const ag_err_t *e);

@@ -283,8 +283,7 @@ void exec_start(uint32_t id, const uint8_t *p, size_t len) {
   req_t *r = NULL;
   int rc = aw_dec_exec(p, len, &m);
   if (rc != AW_OK) {
-    uint16_t kind = rc == AW_ERR_LIMIT ? AW_E_LIMIT : rc == AW_ERR_NUL || rc == AW_ERR_VALUE ? AW_E_INVALID : AW_E_PROTOCOL;
-    ag_err_set(&e, kind, 0, "EXEC: %s", aw_status_str(rc));
+    ag_err_decode(&e, rc, "EXEC");
     goto fail;
   }
   if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {

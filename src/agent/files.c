@@ -38,10 +38,6 @@ int files_workdir(ag_err_t *e) {
   return fd;
 }
 
-static uint16_t decode_kind(int rc) {
-  return rc == AW_ERR_LIMIT ? AW_E_LIMIT : rc == AW_ERR_NUL || rc == AW_ERR_VALUE ? AW_E_INVALID : AW_E_PROTOCOL;
-}
-
 static int64_t mtime_of(const struct stat *st) { return util_realtime_ns_of(&st->st_mtim); }
 
 /* Sends ERROR and ends the request (what op_fail does for these types). */
@@ -59,7 +55,7 @@ void files_read_start(uint32_t id, const uint8_t *p, size_t len) {
   int fd = -1;
   int rc = aw_dec_read(p, len, &m);
   if (rc != AW_OK) {
-    ag_err_set(&e, decode_kind(rc), 0, "READ: %s", aw_status_str(rc));
+    ag_err_decode(&e, rc, "READ");
     goto fail;
   }
   if (walk_path_parse(m.path.p, m.path.len, &path, &e) < 0) goto fail;
@@ -166,7 +162,7 @@ void files_write_start(uint32_t id, const uint8_t *p, size_t len) {
   req_t *r = NULL;
   int rc = aw_dec_write(p, len, &m);
   if (rc != AW_OK) {
-    ag_err_set(&e, decode_kind(rc), 0, "WRITE: %s", aw_status_str(rc));
+    ag_err_decode(&e, rc, "WRITE");
     goto fail;
   }
   if (walk_path_parse(m.path.p, m.path.len, &path, &e) < 0) goto fail;
@@ -290,7 +286,7 @@ void files_mkdir_run(uint32_t id, const uint8_t *p, size_t len) {
   int created = 0;
   int rc = aw_dec_mkdir(p, len, &m);
   if (rc != AW_OK) {
-    ag_err_set(&e, decode_kind(rc), 0, "MKDIR: %s", aw_status_str(rc));
+    ag_err_decode(&e, rc, "MKDIR");
     goto fail;
   }
   if (walk_path_parse(m.path.p, m.path.len, &path, &e) < 0) goto fail;
@@ -344,7 +340,7 @@ void files_list_start(uint32_t id, const uint8_t *p, size_t len) {
   int fd = -1;
   int rc = aw_dec_list(p, len, &m);
   if (rc != AW_OK) {
-    ag_err_set(&e, decode_kind(rc), 0, "LIST: %s", aw_status_str(rc));
+    ag_err_decode(&e, rc, "LIST");
     goto fail;
   }
   if (walk_path_parse(m.path.p, m.path.len, &path, &e) < 0) goto fail;

@@ -4,7 +4,7 @@
  * process does; and the keeper's small protocol, spoken by term.c over a unix socket.
  *
  * Owns, in the keeper process (forked by term.c for TERM_OPEN; it never returns to the
- * agent's loop and, but for `g.self` at its start, never touches `g`): the pty master, the program (its
+ * agent's loop and changes nothing of `g` but `g.self`): the pty master, the program (its
  * child: the keeper reaps it, and as a subreaper whatever the program orphans), the
  * listening socket and its name in the terminals' directory (unlinked before the keeper
  * exits), the scrollback ring, and each client's connection and buffers.
@@ -96,6 +96,28 @@ int keeper_msg_parse(const uint8_t *buf, size_t len, uint8_t *kind, const uint8_
   *payload = buf + KW_HEADER;
   *plen = n;
   return 1;
+}
+
+size_t keeper_attach_put(uint8_t *out, uint32_t flags, uint64_t since) {
+  put32(out, flags);
+  put64(out + 4, since);
+  return KW_ATTACH_LEN;
+}
+
+size_t keeper_resize_put(uint8_t *out, uint16_t cols, uint16_t rows) {
+  put16(out, cols);
+  put16(out + 2, rows);
+  return KW_RESIZE_LEN;
+}
+
+void keeper_u64_put(uint8_t *out, uint64_t v) { put64(out, v); }
+uint64_t keeper_u64_get(const uint8_t *p) { return get64(p); }
+
+int keeper_ack_get(const uint8_t *p, uint32_t len, uint8_t *delivered, uint32_t *count) {
+  if (len != KW_ACK_LEN) return -1;
+  *delivered = p[0];
+  *count = get32(p + 1);
+  return 0;
 }
 
 size_t keeper_info_put(uint8_t *out, const keeper_info_t *k) {
@@ -200,15 +222,34 @@ static void info_of(const keeper_t *k, keeper_info_t *i) {
   }
 }
 
+static int has_clients(const keeper_t *k) {
+  for (int i = 0; i < KP_MAX_CLIENTS; i++)
+    if (k->c[i].fd >= 0) return 1;
+  return 0;
+}
+
+/* A client in slot c on connection fd (taken): 0, or -1 (out of memory: fd closed). */
+static int client_open(kclient_t *c, int fd) {
+  c->in = malloc(KW_HEADER + KW_MAX_PAYLOAD);
+  c->out = malloc(KW_HEADER + KW_OUT_MAX + 8);
+  if (c->in == NULL || c->out == NULL) {
+    free(c->in);
+    free(c->out);
+    c->in = c->out = NULL;
+    close(fd);
+    return -1;
+  }
+  c->fd = fd;
+  return 0;
+}
+
 static void client_close(keeper_t *k, kclient_t *c) {
   util_close_fd(&c->fd);
   free(c->in);
   free(c->out);
   memset(c, 0, sizeof(*c));
   c->fd = -1;
-  int any = 0;
-  for (int i = 0; i < KP_MAX_CLIENTS; i++) any |= k->c[i].fd >= 0;
-  if (!any) k->linger_until = util_now_ms() + KP_LINGER_MS;
+  if (!has_clients(k)) k->linger_until = util_now_ms() + KP_LINGER_MS;
 }
 
 static void reply(kclient_t *c, uint8_t kind, const uint8_t *p, size_t len) {
@@ -248,7 +289,7 @@ static int client_message(keeper_t *k, kclient_t *c) {
   if (c->out_len > c->out_pos) return 0; /* its answer would have nowhere to go */
   switch (kind) {
     case KW_ATTACH: {
-      if (n != 12 || c->attached) return -1;
+      if (n != KW_ATTACH_LEN || c->attached) return -1;
       c->flags = get32(p) & AW_TERM_FLAGS_ALL;
       uint64_t since = get64(p + 4), tail = ring_tail(k);
       c->next = since < tail ? tail : since > k->head ? k->head : since;
@@ -266,7 +307,7 @@ static int client_message(keeper_t *k, kclient_t *c) {
       }
       break;
     case KW_RESIZE: {
-      if (n != 4) return -1;
+      if (n != KW_RESIZE_LEN) return -1;
       uint16_t cols = get16(p), rows = get16(p + 2);
       if (cols < 1 || rows < 1 || cols > AW_MAX_TERM_DIM || rows > AW_MAX_TERM_DIM) return -1;
       if (!k->ended) {
@@ -282,7 +323,7 @@ static int client_message(keeper_t *k, kclient_t *c) {
     case KW_SIGNAL: {
       if (n != 1 || p[0] < 1 || p[0] > 64) return -1;
       int count = k->reaped ? 0 : ptree_signal(k->pid, p[0], 1);
-      uint8_t b[5] = {count > 0, 0, 0, 0, 0};
+      uint8_t b[KW_ACK_LEN] = {count > 0, 0, 0, 0, 0};
       put32(b + 1, count > 0 ? (uint32_t)count : 0);
       reply(c, KW_ACK, b, sizeof(b));
       break;
@@ -361,17 +402,7 @@ static void accept_clients(keeper_t *k) {
     kclient_t *c = &k->c[i];
     if (c->fd >= 0) continue;
     int fd = accept4(k->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
-    c->in = malloc(KW_HEADER + KW_MAX_PAYLOAD);
-    c->out = malloc(KW_HEADER + KW_OUT_MAX + 8);
-    if (c->in == NULL || c->out == NULL) {
-      close(fd);
-      free(c->in);
-      free(c->out);
-      c->in = c->out = NULL;
-      return;
-    }
-    c->fd = fd;
+    if (fd < 0 || client_open(c, fd) < 0) return;
   }
 }
 
@@ -428,9 +459,7 @@ static void check_end(keeper_t *k, int64_t now) {
   ptree_signal(k->pid, SIGKILL, 1);
   k->ended = 1;
   util_close_fd(&k->master);
-  int any = 0;
-  for (int i = 0; i < KP_MAX_CLIENTS; i++) any |= k->c[i].fd >= 0;
-  if (!any) k->linger_until = now + KP_LINGER_MS;
+  if (!has_clients(k)) k->linger_until = now + KP_LINGER_MS;
 }
 
 static void keeper_loop(keeper_t *k) {
@@ -441,8 +470,7 @@ static void keeper_loop(keeper_t *k) {
     /* What the last round made sendable (output read, the end): each client's next message. */
     for (int i = 0; i < KP_MAX_CLIENTS; i++)
       if (k->c[i].fd >= 0) client_write(k, &k->c[i]);
-    int any = 0;
-    for (int i = 0; i < KP_MAX_CLIENTS; i++) any |= k->c[i].fd >= 0;
+    int any = has_clients(k);
     if (k->ended && !any && now >= k->linger_until) return;
     pf[0].fd = k->sig_fd;
     pf[0].events = POLLIN;
@@ -589,10 +617,7 @@ void keeper_main(int client_fd, int dir_fd, const char *dir, const char *name, c
   util_close_fd(&slave);
   if (k.pid < 0) goto fail_named;
   util_set_nonblock(client_fd);
-  k.c[0].fd = client_fd;
-  k.c[0].in = malloc(KW_HEADER + KW_MAX_PAYLOAD);
-  k.c[0].out = malloc(KW_HEADER + KW_OUT_MAX + 8);
-  if (k.c[0].in == NULL || k.c[0].out == NULL) client_close(&k, &k.c[0]);
+  if (client_open(&k.c[0], client_fd) < 0) k.linger_until = util_now_ms() + KP_LINGER_MS;
   keeper_loop(&k);
   unlinkat(dir_fd, name, 0);
   _exit(0);

@@ -110,8 +110,7 @@ void port_start(uint32_t id, const uint8_t *p, size_t len) {
   int rc = aw_dec_port_wait(p, len, &m);
   if (rc != AW_OK) {
     ag_err_t e;
-    ag_err_set(&e, rc == AW_ERR_LIMIT ? AW_E_LIMIT : rc == AW_ERR_VALUE ? AW_E_INVALID : AW_E_PROTOCOL, 0,
-            "PORT_WAIT: %s", aw_status_str(rc));
+    ag_err_decode(&e, rc, "PORT_WAIT");
     out_error(id, &e);
     return;
   }

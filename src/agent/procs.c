@@ -32,7 +32,7 @@ void procs_signal_run(uint32_t id, const uint8_t *p, size_t len) {
   int rc = aw_dec_signal(p, len, &m);
   if (rc != AW_OK) {
     ag_err_t e;
-    ag_err_set(&e, rc == AW_ERR_VALUE ? AW_E_INVALID : AW_E_PROTOCOL, 0, "SIGNAL: %s", aw_status_str(rc));
+    ag_err_decode(&e, rc, "SIGNAL");
     out_error(id, &e);
     return;
   }

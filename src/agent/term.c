@@ -55,10 +55,6 @@ struct term_state {
   uint32_t kout_input; /* input bytes in kout: credited back once written */
 };
 
-static uint16_t decode_kind(int rc) {
-  return rc == AW_ERR_LIMIT ? AW_E_LIMIT : rc == AW_ERR_NUL || rc == AW_ERR_VALUE ? AW_E_INVALID : AW_E_PROTOCOL;
-}
-
 /* ---- the terminals' directory ---- */
 
 static int own_dir(int fd, ag_err_t *e, const char *path) {
@@ -221,10 +217,8 @@ static void kout_put(term_state_t *t, uint8_t kind, const uint8_t *p, size_t len
 }
 
 static void put_attach(term_state_t *t, uint32_t flags, uint64_t since) {
-  uint8_t b[12];
-  for (int i = 0; i < 4; i++) b[i] = (uint8_t)(flags >> (24 - 8 * i));
-  for (int i = 0; i < 8; i++) b[4 + i] = (uint8_t)(since >> (56 - 8 * i));
-  kout_put(t, KW_ATTACH, b, sizeof(b));
+  uint8_t b[KW_ATTACH_LEN];
+  kout_put(t, KW_ATTACH, b, keeper_attach_put(b, flags, since));
 }
 
 /* Writes what waits for the keeper, then frames more input or the SYNC at its end. */
@@ -278,7 +272,7 @@ void term_open_start(uint32_t id, const uint8_t *p, size_t len) {
   int dfd = -1, sp[2] = {-1, -1};
   int rc = aw_dec_term_open(p, len, &m);
   if (rc != AW_OK) {
-    ag_err_set(&e, decode_kind(rc), 0, "TERM_OPEN: %s", aw_status_str(rc));
+    ag_err_decode(&e, rc, "TERM_OPEN");
     goto fail;
   }
   if (m.cwd.len && m.cwd.p[0] != '/') {
@@ -343,7 +337,7 @@ void term_attach_start(uint32_t id, const uint8_t *p, size_t len) {
   ag_err_t e;
   int rc = aw_dec_term_attach(p, len, &m);
   if (rc != AW_OK) {
-    ag_err_set(&e, decode_kind(rc), 0, "TERM_ATTACH: %s", aw_status_str(rc));
+    ag_err_decode(&e, rc, "TERM_ATTACH");
     out_error(id, &e);
     return;
   }
@@ -356,15 +350,15 @@ void term_resize_start(uint32_t id, const uint8_t *p, size_t len) {
   ag_err_t e;
   int rc = aw_dec_term_resize(p, len, &m);
   if (rc != AW_OK) {
-    ag_err_set(&e, decode_kind(rc), 0, "TERM_RESIZE: %s", aw_status_str(rc));
+    ag_err_decode(&e, rc, "TERM_RESIZE");
     out_error(id, &e);
     return;
   }
   int fd = connect_for(id, &m.term_id);
   req_t *r = fd >= 0 ? term_begin(id, AW_T_TERM_RESIZE, fd, 0, 0) : NULL;
   if (r == NULL) return;
-  uint8_t b[4] = {(uint8_t)(m.cols >> 8), (uint8_t)m.cols, (uint8_t)(m.rows >> 8), (uint8_t)m.rows};
-  kout_put(r->u.term, KW_RESIZE, b, sizeof(b));
+  uint8_t b[KW_RESIZE_LEN];
+  kout_put(r->u.term, KW_RESIZE, b, keeper_resize_put(b, m.cols, m.rows));
   kout_flush(r);
 }
 
@@ -373,7 +367,7 @@ void term_signal_start(uint32_t id, const uint8_t *p, size_t len) {
   ag_err_t e;
   int rc = aw_dec_term_signal(p, len, &m);
   if (rc != AW_OK) {
-    ag_err_set(&e, decode_kind(rc), 0, "TERM_SIGNAL: %s", aw_status_str(rc));
+    ag_err_decode(&e, rc, "TERM_SIGNAL");
     out_error(id, &e);
     return;
   }
@@ -403,7 +397,7 @@ void term_list_run(uint32_t id, const uint8_t *p, size_t len) {
   uint32_t count = 0;
   int rc = aw_dec_term_list(p, len, &m);
   if (rc != AW_OK) {
-    ag_err_set(&e, decode_kind(rc), 0, "TERM_LIST: %s", aw_status_str(rc));
+    ag_err_decode(&e, rc, "TERM_LIST");
     goto fail;
   }
   int dfd = term_dir(dir, sizeof(dir), &e);
@@ -526,8 +520,7 @@ static int on_out(req_t *r, const uint8_t *p, uint32_t n) {
     fail_keeper(r, "sent output no one asked for");
     return -1;
   }
-  uint64_t off = 0;
-  for (int i = 0; i < 8; i++) off = (off << 8) | p[i];
+  uint64_t off = keeper_u64_get(p);
   /* The first may start anywhere from the oldest byte kept (it moves on meanwhile, never
    * back); each later one where the last ended. */
   if (t->have_expect ? off != t->expect : off < t->tail0) {
@@ -542,7 +535,7 @@ static int on_out(req_t *r, const uint8_t *p, uint32_t n) {
     uint8_t *b = out_reserve(AW_HEADER_LEN + AW_TERM_REC_FIXED + part);
     if (b == NULL) return 0;
     uint64_t at = off + t->out_done;
-    for (int i = 0; i < 8; i++) b[AW_HEADER_LEN + i] = (uint8_t)(at >> (56 - 8 * i));
+    keeper_u64_put(b + AW_HEADER_LEN, at);
     memcpy(b + AW_HEADER_LEN + AW_TERM_REC_FIXED, p + 8 + t->out_done, part);
     size_t rec = AW_TERM_REC_FIXED + part;
     aw_header_t h = {(uint32_t)rec, AW_T_DATA, 0, AW_S_OUT, 0, r->id};
@@ -576,10 +569,11 @@ static int on_message(req_t *r, uint8_t kind, const uint8_t *p, uint32_t n) {
       return -1;
     }
     case KW_ACK: {
-      if (r->type != AW_T_TERM_SIGNAL || n != 5) break;
-      uint32_t count = ((uint32_t)p[1] << 24) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 8) | p[4];
-      if (p[0] > 1 || count > AW_PID_LIMIT || (p[0] != 0) != (count != 0)) break;
-      aw_signal_res_t res = {p[0], count};
+      uint8_t delivered;
+      uint32_t count;
+      if (r->type != AW_T_TERM_SIGNAL || keeper_ack_get(p, n, &delivered, &count) < 0) break;
+      if (delivered > 1 || count > AW_PID_LIMIT || (delivered != 0) != (count != 0)) break;
+      aw_signal_res_t res = {delivered, count};
       aw_writer_t w;
       if (out_frame_begin(&w, 64)) out_frame_end(&w, aw_put_signal_result(&w, r->id, &res));
       release(r);

@@ -73,10 +73,6 @@ struct watch_state {
   uint8_t pend[WATCH_PENDING];
 };
 
-static uint16_t decode_kind(int rc) {
-  return rc == AW_ERR_LIMIT ? AW_E_LIMIT : rc == AW_ERR_NUL || rc == AW_ERR_VALUE ? AW_E_INVALID : AW_E_PROTOCOL;
-}
-
 /* ---- the map ---- */
 
 static size_t slot_of(const watch_state_t *w, int wd) {
@@ -494,7 +490,7 @@ void watch_start(uint32_t id, const uint8_t *p, size_t len) {
   watch_state_t *w = NULL;
   int rc = aw_dec_watch(p, len, &m);
   if (rc != AW_OK) {
-    ag_err_set(&e, decode_kind(rc), 0, "WATCH: %s", aw_status_str(rc));
+    ag_err_decode(&e, rc, "WATCH");
     goto fail;
   }
   if (!g.proc_ok) {
