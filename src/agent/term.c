@@ -216,10 +216,6 @@ static void kout_put(term_state_t *t, uint8_t kind, const uint8_t *p, size_t len
   t->kout_len += len;
 }
 
-static void put_attach(term_state_t *t, uint32_t flags, uint64_t since) {
-  uint8_t b[KW_ATTACH_LEN];
-  kout_put(t, KW_ATTACH, b, keeper_attach_put(b, flags, since));
-}
 
 /* Writes what waits for the keeper, then frames more input or the SYNC at its end. */
 static void kout_flush(req_t *r) {
@@ -258,11 +254,19 @@ static void kout_flush(req_t *r) {
   }
 }
 
-static void begin_attach(uint32_t id, uint8_t type, int fd, uint32_t flags, uint32_t window, uint64_t since) {
+/* A request on the keeper's connection `fd` (taken) whose first message to the keeper is
+ * `kind` with payload b[0..n). */
+static void start_on(uint32_t id, uint8_t type, int fd, uint32_t flags, uint32_t window, uint8_t kind,
+                     const uint8_t *b, size_t n) {
   req_t *r = term_begin(id, type, fd, flags, window);
   if (r == NULL) return;
-  put_attach(r->u.term, flags, since);
+  kout_put(r->u.term, kind, b, n);
   kout_flush(r);
+}
+
+static void begin_attach(uint32_t id, uint8_t type, int fd, uint32_t flags, uint32_t window, uint64_t since) {
+  uint8_t b[KW_ATTACH_LEN];
+  start_on(id, type, fd, flags, window, KW_ATTACH, b, keeper_attach_put(b, flags, since));
 }
 
 void term_open_start(uint32_t id, const uint8_t *p, size_t len) {
@@ -355,11 +359,8 @@ void term_resize_start(uint32_t id, const uint8_t *p, size_t len) {
     return;
   }
   int fd = connect_for(id, &m.term_id);
-  req_t *r = fd >= 0 ? term_begin(id, AW_T_TERM_RESIZE, fd, 0, 0) : NULL;
-  if (r == NULL) return;
   uint8_t b[KW_RESIZE_LEN];
-  kout_put(r->u.term, KW_RESIZE, b, keeper_resize_put(b, m.cols, m.rows));
-  kout_flush(r);
+  if (fd >= 0) start_on(id, AW_T_TERM_RESIZE, fd, 0, 0, KW_RESIZE, b, keeper_resize_put(b, m.cols, m.rows));
 }
 
 void term_signal_start(uint32_t id, const uint8_t *p, size_t len) {
@@ -372,10 +373,7 @@ void term_signal_start(uint32_t id, const uint8_t *p, size_t len) {
     return;
   }
   int fd = connect_for(id, &m.term_id);
-  req_t *r = fd >= 0 ? term_begin(id, AW_T_TERM_SIGNAL, fd, 0, 0) : NULL;
-  if (r == NULL) return;
-  kout_put(r->u.term, KW_SIGNAL, &m.signal, 1);
-  kout_flush(r);
+  if (fd >= 0) start_on(id, AW_T_TERM_SIGNAL, fd, 0, 0, KW_SIGNAL, &m.signal, 1);
 }
 
 /* ---- TERM_LIST ---- */
