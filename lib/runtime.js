@@ -8,6 +8,7 @@ import { assertNonEmptyString, assertNonNegativeSafeInteger, assertOptionsObject
 import { DockerSandboxError, decodeUtf8 } from "./errors.js";
 import { prepareExport, prepareImport, runExport, runImport } from "./tree.js";
 import { eventQueue } from "./flow.js";
+import { attachTerminal, listTerminals, startTerminal } from "./terminal.js";
 
 const STREAM_HIGH_WATER = 256 * 1024;
 const STREAM_LOW_WATER = 64 * 1024;
@@ -24,6 +25,11 @@ export class SandboxRuntime {
   #activeOperations = new Set();
   #processDisposed = false;
   #tracked = true; // false once the native side says the sandbox has no idle limit
+
+  // The native sandbox token, for the calls made on the runtime's behalf (terminal.js).
+  get sandbox() {
+    return this.#sandbox;
+  }
 
   constructor(info, state) {
     this.#info = info;
@@ -51,6 +57,9 @@ export class SandboxRuntime {
       stopProcess: (options) => this.stopProcess(options),
       waitForPort: (options) => this.waitForPort(options),
       watchFiles: (options) => this.watchFiles(options),
+      startTerminal: (options) => startTerminal(this, options),
+      attachTerminal: (options) => attachTerminal(this, options),
+      listTerminals: (options) => listTerminals(this, options),
       importTree: (source, options) => this.importTree(source, options),
       exportTree: (selection, destination, options) => this.exportTree(selection, destination, options),
     };
@@ -100,7 +109,7 @@ export class SandboxRuntime {
   // once the queue drains below STREAM_LOW_WATER.
   async *execStream(options) {
     const token = native.prepareExec(this.#sandbox, options);
-    yield* this.#stream(token, options.abortSignal, {
+    yield* this.stream(token, options.abortSignal, {
       high: STREAM_HIGH_WATER,
       low: STREAM_LOW_WATER,
       cost: (event) => (event.type === "result" ? 0 : event.data.byteLength),
@@ -114,7 +123,7 @@ export class SandboxRuntime {
   // directory goes away, the signal aborts, or the consumer stops iterating.
   async *watchFiles(options = {}) {
     const token = native.prepareWatchFiles(this.#sandbox, options);
-    yield* this.#stream(token, options?.abortSignal, {
+    yield* this.stream(token, options?.abortSignal, {
       high: WATCH_HIGH_WATER,
       low: WATCH_LOW_WATER,
       cost: () => 1,
@@ -126,7 +135,7 @@ export class SandboxRuntime {
   // A native operation's events as an async iterable, with back-pressure (lib/flow.js):
   // `event` makes an item of the native event's arguments, `result` (if any) one of the
   // operation's result, the last. Closing the iterator early cancels the operation.
-  async *#stream(token, abortSignal, { high, low, cost, event, result }) {
+  async *stream(token, abortSignal, { high, low, cost, event, result }) {
     this.assertRunning();
     const streamAbort = new AbortController();
     const combined = abortSignal === undefined ? streamAbort.signal : AbortSignal.any([abortSignal, streamAbort.signal]);

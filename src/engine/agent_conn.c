@@ -167,7 +167,39 @@ static int send_bytes(agent_conn_t *c, const uint8_t *p, size_t len) {
   R(PORT_WAIT, port_wait, u.port, port_result, res.port)       \
   R(SIGNAL, signal, u.signal, signal_result, res.signal)       \
   R(GROUP_ALIVE, group_alive, u.alive, alive_result, res.alive) \
-  R(WATCH, watch, u.watch, watch_result, res.watch)
+  R(WATCH, watch, u.watch, watch_result, res.watch)            \
+  R(TERM_OPEN, term_open, u.term_open, term_result, res.term)  \
+  R(TERM_ATTACH, term_attach, u.term_attach, term_result, res.term) \
+  R(TERM_RESIZE, term_resize, u.term_resize, term_result, res.term) \
+  R(TERM_SIGNAL, term_signal, u.term_signal, signal_result, res.signal) \
+  R(TERM_LIST, term_list, u.term_list, term_list_result, res.term_list)
+
+/* The frames besides RESULT and ERROR a request of each type may get (RQ_*), and the
+ * credit its output stream starts with: what on_req_frame checks an agent's frames by. */
+enum { RQ_OUT = 1, RQ_ERR = 2, RQ_STARTED = 4, RQ_EXITED = 8 };
+static unsigned req_frames(uint8_t type) {
+  switch (type) {
+    case AW_T_EXEC: return RQ_OUT | RQ_ERR | RQ_STARTED | RQ_EXITED;
+    case AW_T_READ:
+    case AW_T_LIST:
+    case AW_T_WATCH: return RQ_OUT;
+    case AW_T_TERM_OPEN:
+    case AW_T_TERM_ATTACH: return RQ_OUT | RQ_STARTED;
+    default: return 0;
+  }
+}
+
+static uint32_t req_window(const agent_msg_t *m) {
+  switch (m->type) {
+    case AW_T_EXEC: return m->u.exec.window;
+    case AW_T_READ: return m->u.read.window;
+    case AW_T_LIST: return m->u.list.window;
+    case AW_T_WATCH: return m->u.watch.window;
+    case AW_T_TERM_OPEN: return m->u.term_open.window;
+    case AW_T_TERM_ATTACH: return m->u.term_attach.window;
+    default: return 0;
+  }
+}
 
 static int encode_msg(aw_writer_t *w, uint32_t id, const agent_msg_t *m) {
 #define ENCODE_(type, msg, member, result, into) \
@@ -336,11 +368,7 @@ agent_req_t *agent_req_start(agent_conn_t *c, const agent_msg_t *msg, agent_req_
   r->ud = ud;
   r->credit_in = c->in_window;
   buf_init(&r->out, 0);
-  uint32_t window = msg->type == AW_T_EXEC ? msg->u.exec.window
-                    : msg->type == AW_T_READ ? msg->u.read.window
-                    : msg->type == AW_T_LIST ? msg->u.list.window
-                    : msg->type == AW_T_WATCH ? msg->u.watch.window
-                                             : 0;
+  uint32_t window = req_window(msg);
   r->granted[AW_S_OUT] = window;
   r->granted[AW_S_ERR] = window;
   if (send_msg(c, r->id, msg, err) != 0) {
@@ -588,9 +616,8 @@ static int on_req_frame(agent_conn_t *c, const aw_header_t *h, const uint8_t *p)
   memset(&ev, 0, sizeof(ev));
   switch (h->type) {
     case AW_T_DATA: {
-      if (r->type != AW_T_EXEC && r->type != AW_T_READ && r->type != AW_T_LIST && r->type != AW_T_WATCH)
-        return is_lie(c, "data for a request without output");
-      if (h->stream == AW_S_ERR && r->type != AW_T_EXEC) return is_lie(c, "stderr for a request without it");
+      if (!(req_frames(r->type) & RQ_OUT)) return is_lie(c, "data for a request without output");
+      if (h->stream == AW_S_ERR && !(req_frames(r->type) & RQ_ERR)) return is_lie(c, "stderr for a request without it");
       r->received[h->stream] += h->len;
       if (r->received[h->stream] > r->granted[h->stream]) return is_lie(c, "more data than it was granted");
       ev.type = AE_DATA;
@@ -613,12 +640,14 @@ static int on_req_frame(agent_conn_t *c, const aw_header_t *h, const uint8_t *p)
       return 0;
     }
     case AW_T_STARTED:
-      if (r->type != AW_T_EXEC || aw_dec_started(p, h->len, &ev.started) != AW_OK) return is_lie(c, "a bad STARTED");
+      if (!(req_frames(r->type) & RQ_STARTED) || aw_dec_started(p, h->len, &ev.started) != AW_OK)
+        return is_lie(c, "a bad STARTED");
       ev.type = AE_STARTED;
       if (!r->cancelled) r->fn(r, &ev, r->ud);
       return 0;
     case AW_T_EXITED:
-      if (r->type != AW_T_EXEC || aw_dec_exited(p, h->len, &ev.exit) != AW_OK) return is_lie(c, "a bad EXITED");
+      if (!(req_frames(r->type) & RQ_EXITED) || aw_dec_exited(p, h->len, &ev.exit) != AW_OK)
+        return is_lie(c, "a bad EXITED");
       ev.type = AE_EXITED;
       if (!r->cancelled) r->fn(r, &ev, r->ud);
       return 0;

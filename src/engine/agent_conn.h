@@ -63,7 +63,7 @@ struct agent_waiter {
 };
 
 typedef enum {
-  AE_STARTED = 1, /* EXEC: the command runs (pid, pgid) */
+  AE_STARTED = 1, /* EXEC, TERM_OPEN, TERM_ATTACH: the program runs (pid, pgid) */
   AE_DATA,        /* stream bytes (AW_S_OUT or AW_S_ERR); `end` on the last */
   AE_EXITED,      /* EXEC: the command ended (its output may still come) */
   AE_RESULT,      /* terminal: the request's result */
@@ -88,6 +88,8 @@ typedef struct agent_event {
     aw_signal_res_t signal;
     aw_alive_res_t alive;
     aw_watch_res_t watch;
+    aw_term_res_t term;           /* TERM_OPEN, TERM_ATTACH, TERM_RESIZE */
+    aw_term_list_res_t term_list; /* ids point into the frame */
   } res;
   aw_error_t error;  /* AE_ERROR; error.detail points into the frame */
   const err_t *fail; /* AE_FAILED */
@@ -111,6 +113,11 @@ typedef struct agent_msg {
     aw_signal_req_t signal;
     aw_alive_req_t alive;
     aw_watch_req_t watch;
+    aw_term_open_enc_t term_open;
+    aw_term_attach_req_t term_attach;
+    aw_term_resize_req_t term_resize;
+    aw_term_signal_req_t term_signal;
+    aw_term_list_req_t term_list;
   } u;
 } agent_msg_t;
 

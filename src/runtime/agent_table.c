@@ -12,6 +12,7 @@
 #include "runtime/agent_files.h"
 #include "runtime/agent_ports.h"
 #include "runtime/agent_procs.h"
+#include "runtime/agent_term.h"
 #include "runtime/agent_watch.h"
 #include "runtime/proc.h"
 #include "runtime/tree_agent.h"
@@ -29,6 +30,7 @@ const runtime_ops_t agent_runtime_ops = {
     .process_logs = proc_logs,
     .wait_for_port = agent_ports_prepare,
     .watch_files = agent_watch_prepare,
+    .terminal = agent_term_prepare,
     .tree_import = &tree_agent_import_backend,
     .tree_export = &tree_agent_export_backend,
     .procs = &agent_procs_carrier,

@@ -40,6 +40,7 @@ ENTRY(list_processes)
 ENTRY(process_logs)
 ENTRY(wait_for_port)
 ENTRY(watch_files)
+ENTRY(terminal)
 
 /* Tree transfers: tree_front.c's, with the backends of the sandbox's transport. */
 static napi_value js_import_tree(napi_env env, napi_callback_info info) {
@@ -67,6 +68,7 @@ void runtime_register(napi_env env, napi_value exports) {
       {"processLogs", NULL, js_process_logs, NULL, NULL, NULL, napi_default, NULL},
       {"prepareWaitForPort", NULL, js_wait_for_port, NULL, NULL, NULL, napi_default, NULL},
       {"prepareWatchFiles", NULL, js_watch_files, NULL, NULL, NULL, napi_default, NULL},
+      {"prepareTerminal", NULL, js_terminal, NULL, NULL, NULL, napi_default, NULL},
       {"prepareImportTree", NULL, js_import_tree, NULL, NULL, NULL, napi_default, NULL},
       {"prepareExportTree", NULL, js_export_tree, NULL, NULL, NULL, napi_default, NULL},
   };

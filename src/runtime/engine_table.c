@@ -4,6 +4,7 @@
  */
 #include "runtime/table.h"
 
+#include "runtime/agent_term.h"
 #include "runtime/agent_watch.h"
 #include "runtime/exec_op.h"
 #include "runtime/engine_files.h"
@@ -26,6 +27,7 @@ const runtime_ops_t engine_runtime_ops = {
     .process_logs = proc_logs,
     .wait_for_port = ports_prepare_wait,
     .watch_files = agent_watch_engine_prepare,
+    .terminal = agent_term_engine_prepare,
     .tree_import = &tree_engine_import_backend,
     .tree_export = &tree_engine_export_backend,
     .procs = &proc_engine_carrier,

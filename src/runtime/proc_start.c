@@ -22,6 +22,7 @@
 #include "napi/op.h"
 #include "napi/checks.h"
 #include "napi/values.h"
+#include "runtime/agent_term.h"
 #include "runtime/proc_registry.h"
 #include "runtime/sh/launcher_sh.h"
 #include "runtime/sh/wrapper_sh.h"
@@ -159,9 +160,11 @@ static void launch(start_op_t *op) {
   sandbox_t *sb = op->op.sb;
   proc_registry_t *pm = proc_registry_of(sb);
   err_t err = ERR_INIT;
-  if ((int64_t)pm->count >= sb->runtime.max_processes) {
+  /* Terminals this handle started count too (agent_term.h). */
+  size_t used = pm->count + agent_term_live(sb);
+  if ((int64_t)used >= sb->runtime.max_processes) {
     char msg[128];
-    snprintf(msg, sizeof(msg), "Sandbox process limit reached (%zu >= %lld).", pm->count,
+    snprintf(msg, sizeof(msg), "Sandbox process limit reached (%zu >= %lld).", used,
              (long long)sb->runtime.max_processes);
     proc_error(&err, "%s", msg);
     op_settle(&op->op, &err);

@@ -51,6 +51,7 @@ typedef struct runtime_ops {
   runtime_entry_fn process_logs;      /* (sandbox, processId, tailBytes) -> logs, synchronous */
   runtime_entry_fn wait_for_port;     /* (sandbox, options) */
   runtime_entry_fn watch_files;       /* (sandbox, options); the engine's refuses (agent_watch.h) */
+  runtime_entry_fn terminal;          /* (sandbox, options, action); the engine's refuses (agent_term.h) */
   /* How importTree and exportTree move entries: tree_front.c runs the transfer (the JS
    * entries, the checks, the queue), the backend carries its entries (tree_front.h). */
   const tree_import_backend_t *tree_import;

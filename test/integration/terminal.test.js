@@ -1,0 +1,256 @@
+// Terminals on a real engine (src/runtime/agent_term.c, src/agent/term.c, keeper.c):
+// a shell session, the size and SIGWINCH, ^C, 64 MiB through a slow output() consumer
+// intact, reattach from another Node process, kill of a program that ignores SIGHUP,
+// 16 at once against maxProcesses, a busybox-only image and a non-root user. On the
+// engine path (ANVIA_SANDBOX_TRANSPORT=engine), the clear refusal.
+//
+// Nothing here waits on a timer: each step waits for the output that says it happened.
+import test, { after, describe } from "node:test";
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { DockerSandboxClient, DockerSandboxError } from "../../lib/index.js";
+import { BUSYBOX_IMAGE, baseOptions } from "../helpers/docker.js";
+
+const client = new DockerSandboxClient();
+const enginePath = process.env.ANVIA_SANDBOX_TRANSPORT === "engine";
+const sandboxes = [];
+after(() => Promise.allSettled(sandboxes.map((s) => s.destroy())));
+
+async function make(extra = {}) {
+  const sandbox = await client.createSandbox(baseOptions(extra));
+  sandboxes.push(sandbox);
+  return sandbox;
+}
+
+// Follows a terminal's output from offset 0: the text so far, and a wait for a pattern.
+function follow(terminal) {
+  const it = terminal.output()[Symbol.asyncIterator]();
+  let text = "";
+  let next = 0;
+  let ended = false;
+  return {
+    get text() {
+      return text;
+    },
+    async until(re, what = String(re)) {
+      while (!re.test(text)) {
+        if (ended) throw new Error(`the output ended before ${what}: ${JSON.stringify(text.slice(-300))}`);
+        const r = await it.next();
+        if (r.done) {
+          ended = true;
+          continue;
+        }
+        assert.equal(r.value.offset, next, "offsets follow one another");
+        next += r.value.data.byteLength;
+        text += Buffer.from(r.value.data).toString("latin1");
+      }
+    },
+    close: () => it.return?.(),
+  };
+}
+
+// A step that never comes fails its test rather than holding the run.
+describe("terminals through the agent", { skip: enginePath && "the engine path refuses them", timeout: 180000 }, () => {
+  test("a shell session: prompt, echo, the exit code", async () => {
+    const sandbox = await make();
+    const terminal = await sandbox.runtime.startTerminal();
+    assert.match(terminal.id, /^[A-Za-z0-9._-]{1,64}$/);
+    assert.ok(Number.isInteger(terminal.pid) && terminal.pid > 1);
+    const out = follow(terminal);
+    await terminal.write("echo hi-$((40 + 2)); echo \"TERM=$TERM\"; tty\n");
+    await out.until(/hi-42/);
+    await out.until(/TERM=xterm-256color/);
+    await out.until(/\/dev\/pts\/\d+/);
+    await terminal.write("exit 3\n");
+    assert.deepEqual(await terminal.wait(), { exitCode: 3, signal: null });
+    await out.close();
+    const listed = await sandbox.runtime.listTerminals();
+    assert.ok(listed.some((t) => t.id === terminal.id), "an ended terminal is listed while its keeper stays");
+  });
+
+  test("stty size before and after resize, and SIGWINCH reaches the program", async () => {
+    const sandbox = await make();
+    const terminal = await sandbox.runtime.startTerminal({ command: "sh", cols: 90, rows: 20 });
+    const out = follow(terminal);
+    await terminal.write("stty size\n");
+    await out.until(/\r?\n20 90\r?\n/);
+    assert.deepEqual(await terminal.resize({ cols: 132, rows: 43 }), { cols: 132, rows: 43 });
+    await terminal.write("stty size\n");
+    await out.until(/43 132/);
+    // SIGWINCH, seen by a program that runs its trap between short sleeps.
+    const watcher = await sandbox.runtime.startTerminal({
+      command: "sh",
+      args: ["-c", "trap 'echo WINCH-$(stty size | tr \" \" x)' WINCH; echo ready; while :; do sleep 0.05; done"],
+    });
+    const seen = follow(watcher);
+    await seen.until(/ready/);
+    await watcher.resize({ cols: 70, rows: 11 });
+    await seen.until(/WINCH-11x70/, "the trap's line");
+    await watcher.kill();
+    await seen.close();
+    await assert.rejects(terminal.resize({ cols: 0, rows: 10 }), TypeError);
+    await terminal.kill();
+    await out.close();
+  });
+
+  test("\\x03 interrupts the foreground job and the shell stays", async () => {
+    const sandbox = await make();
+    const terminal = await sandbox.runtime.startTerminal({ command: "sh" });
+    const out = follow(terminal);
+    // An interactive shell drops the rest of a line whose job was interrupted: the status
+    // is asked for afterwards (the line discipline takes the ^C before those bytes).
+    await terminal.write("echo started; sleep 100\n");
+    await out.until(/\nstarted/);
+    await terminal.write("\x03");
+    await terminal.write("echo alive-$?\n");
+    await out.until(/\nalive-130/, "the shell, after the sleep ended by SIGINT");
+    await terminal.kill();
+    await out.close();
+  });
+
+  test("64 MiB through output() with a slow consumer: nothing lost, hash intact", async () => {
+    const sandbox = await make();
+    const size = 64 * 1024 * 1024;
+    const made = await sandbox.runtime.exec({
+      command: "sh",
+      args: ["-c", `head -c ${size} /dev/urandom > /tmp/blob && sha256sum /tmp/blob`],
+      timeoutMs: 120000,
+    });
+    const want = Buffer.from(made.stdout).toString().split(" ")[0];
+    // Raw mode and no echo first; "R" says so; then the start signal: every byte after
+    // the "R" is the file's.
+    const terminal = await sandbox.runtime.startTerminal({
+      command: "sh",
+      args: ["-c", "stty raw -echo; printf R; read -r go; exec cat /tmp/blob"],
+      scrollbackBytes: 64 * 1024,
+    });
+    const hash = createHash("sha256");
+    let total = 0;
+    let n = 0;
+    let ready;
+    const isReady = new Promise((resolve) => (ready = resolve));
+    const reading = (async () => {
+      for await (const { offset, data } of terminal.output()) {
+        assert.equal(offset, total, "contiguous offsets from 0");
+        let bytes = data;
+        if (total === 0) {
+          assert.equal(bytes[0], 0x52, "the program's R comes first");
+          bytes = bytes.subarray(1);
+          ready();
+        }
+        hash.update(bytes);
+        total += data.byteLength;
+        if (++n % 64 === 0) await new Promise((resolve) => setImmediate(resolve)); // slow
+      }
+    })();
+    await isReady;
+    await terminal.write("go\n");
+    await reading;
+    assert.equal(total, size + 1);
+    assert.equal(hash.digest("hex"), want);
+    assert.deepEqual(await terminal.wait(), { exitCode: 0, signal: null });
+  });
+
+  test("a terminal outlives the Node process that started it: another attaches and replays", async () => {
+    const sandbox = await make();
+    const script = fileURLToPath(new URL("../helpers/terminal-start.mjs", import.meta.url));
+    const id = await new Promise((resolve, reject) =>
+      execFile(process.execPath, [script, sandbox.id], { env: process.env, timeout: 60000 }, (error, stdout, stderr) =>
+        error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout.trim()),
+      ),
+    );
+    assert.ok((await sandbox.runtime.listTerminals()).some((t) => t.id === id));
+    const terminal = await sandbox.runtime.attachTerminal({ id });
+    assert.equal(terminal.id, id);
+    const out = follow(terminal);
+    await out.until(/marker-from-the-first-process/, "the replayed scrollback");
+    await terminal.write("echo second-$((6 * 7))\n");
+    await out.until(/second-42/);
+    await terminal.write("exit\n");
+    assert.equal((await terminal.wait()).exitCode, 0);
+    await out.close();
+    await assert.rejects(sandbox.runtime.attachTerminal({ id: "no-such-terminal" }), (error) => {
+      assert.ok(error instanceof DockerSandboxError);
+      assert.equal(error.code, "process");
+      assert.match(error.message, /Unknown sandbox terminal: no-such-terminal/);
+      return true;
+    });
+  });
+
+  test("kill ends a program that ignores SIGHUP, with its children", async () => {
+    const sandbox = await make();
+    const terminal = await sandbox.runtime.startTerminal({
+      command: "sh",
+      args: ["-c", "trap '' HUP; sleep 1000 & echo ready-$!; wait"],
+    });
+    const out = follow(terminal);
+    await out.until(/ready-\d+\r?\n/);
+    const sleeper = /ready-(\d+)/.exec(out.text)[1];
+    assert.deepEqual(await terminal.kill("SIGHUP"), { delivered: true });
+    assert.deepEqual(await terminal.kill(), { delivered: true });
+    assert.deepEqual(await terminal.wait(), { exitCode: 137, signal: "SIGKILL" });
+    // The container's own keep-alive is a sleep too: this one is asked by its pid.
+    const left = await sandbox.runtime.exec({ command: "sh", args: ["-c", `s=$(cut -d' ' -f3 /proc/${sleeper}/stat 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ]`] });
+    assert.notEqual(left.exitCode, 0, "the sleep went with it");
+    await assert.rejects(terminal.kill("SIGBOGUS"), TypeError);
+    await out.close();
+  });
+
+  test("16 terminals at once; maxProcesses counts them", async () => {
+    const sandbox = await make({ runtime: { maxProcesses: 16 } });
+    const terminals = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => sandbox.runtime.startTerminal({ command: "sh", env: { N: String(i) } })),
+    );
+    await assert.rejects(sandbox.runtime.startTerminal(), /Sandbox process limit reached \(16 >= 16\)/);
+    await assert.rejects(sandbox.runtime.startProcess({ command: "sleep", args: ["1"] }), /process limit reached/);
+    await Promise.all(
+      terminals.map(async (terminal, i) => {
+        const out = follow(terminal);
+        await terminal.write("echo n=$((N * 3))\n");
+        await out.until(new RegExp(`n=${i * 3}\\r?\\n`));
+        await out.close();
+      }),
+    );
+    // One ends: the next start finds out (it asks), and has its place.
+    await terminals[0].write("exit\n");
+    await terminals[0].wait();
+    const more = await sandbox.runtime.startTerminal({ command: "sh" });
+    await Promise.all([...terminals.slice(1), more].map((terminal) => terminal.kill()));
+  });
+
+  test("a busybox-only image as a non-root user: the default shell", async () => {
+    const sandbox = await make({ image: BUSYBOX_IMAGE, user: "65534:65534" });
+    const terminal = await sandbox.runtime.startTerminal();
+    const out = follow(terminal);
+    await terminal.write("echo uid=$(id -u) shell=$0\n");
+    await out.until(/uid=65534 shell=\/bin\/sh/);
+    await terminal.write("exit 0\n");
+    assert.deepEqual(await terminal.wait(), { exitCode: 0, signal: null });
+    await out.close();
+  });
+
+  test("bad arguments are refused before any I/O", async () => {
+    const sandbox = await make();
+    const rt = sandbox.runtime;
+    await assert.rejects(rt.startTerminal({ args: ["-c", "true"] }), /args needs a command/);
+    await assert.rejects(rt.startTerminal({ cols: 5000 }), /cols must be an integer from 1 to 4096/);
+    await assert.rejects(rt.startTerminal({ scrollbackBytes: 10 }), /scrollbackBytes must be an integer/);
+    await assert.rejects(rt.startTerminal({ command: "sh", cwd: "../x" }), DockerSandboxError);
+    await assert.rejects(rt.attachTerminal({ id: "../etc" }), /id must be a terminal id/);
+    await assert.rejects(rt.attachTerminal({ id: "x".repeat(65) }), /id must be a terminal id/);
+    await assert.rejects(rt.startTerminal({ command: "/no/such/program" }), /Sandbox terminal command cannot start/);
+  });
+});
+
+describe("terminals on the engine path", { skip: !enginePath && "through the agent above" }, () => {
+  test("a clear invalid_state refusal", async () => {
+    const sandbox = await make();
+    await assert.rejects(sandbox.runtime.startTerminal(), (error) => {
+      assert.equal(error.code, "invalid_state");
+      assert.match(error.message, /Sandbox terminals need the sandbox agent/);
+      return true;
+    });
+  });
+});
