@@ -342,6 +342,9 @@ void out_hangup(void); /* poll saw stdout hang up */
 void out_hello(void);
 void out_pong(uint32_t id, const uint8_t *p, size_t len);
 void out_error(uint32_t id, const ag_err_t *e);
+/* `rc`, a request decoder's status for request `what` ("TERM_SIGNAL"): 0 when AW_OK;
+ * else the request is answered with the error it names (ag_err_decode) and 1 returned. */
+int out_refused(uint32_t id, int rc, const char *what);
 void out_error_simple(uint32_t id, uint16_t kind, int errnum, const char *detail);
 void out_window(uint32_t id, uint8_t stream, uint32_t inc);
 /* Reserves up to `max` bytes of the queue for one frame: 1, or 0 when the queue is over

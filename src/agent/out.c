@@ -140,6 +140,14 @@ void out_error(uint32_t id, const ag_err_t *e) {
   QUEUE(AW_HEADER_LEN + 32 + e->detail_len, aw_put_error(w, id, &m));
 }
 
+int out_refused(uint32_t id, int rc, const char *what) {
+  if (rc == AW_OK) return 0;
+  ag_err_t e;
+  ag_err_decode(&e, rc, what);
+  out_error(id, &e);
+  return 1;
+}
+
 void out_error_simple(uint32_t id, uint16_t kind, int errnum, const char *detail) {
   ag_err_t e;
   ag_err_set(&e, kind, errnum, "%s", detail ? detail : "");

@@ -107,13 +107,7 @@ static void port_answer(uint32_t id, uint8_t families, int64_t start) {
 
 void port_start(uint32_t id, const uint8_t *p, size_t len) {
   aw_port_req_t m;
-  int rc = aw_dec_port_wait(p, len, &m);
-  if (rc != AW_OK) {
-    ag_err_t e;
-    ag_err_decode(&e, rc, "PORT_WAIT");
-    out_error(id, &e);
-    return;
-  }
+  if (out_refused(id, aw_dec_port_wait(p, len, &m), "PORT_WAIT")) return;
   int64_t start = util_now_ms();
   uint8_t fam;
   int err;

@@ -29,13 +29,7 @@ static int bad_pgid(uint32_t id, int32_t pgid) {
 
 void procs_signal_run(uint32_t id, const uint8_t *p, size_t len) {
   aw_signal_req_t m;
-  int rc = aw_dec_signal(p, len, &m);
-  if (rc != AW_OK) {
-    ag_err_t e;
-    ag_err_decode(&e, rc, "SIGNAL");
-    out_error(id, &e);
-    return;
-  }
+  if (out_refused(id, aw_dec_signal(p, len, &m), "SIGNAL")) return;
   if (bad_pgid(id, m.pgid)) return;
   aw_signal_res_t res = {0, 0};
   if (m.flags & AW_SIGNAL_TREE) {

@@ -338,26 +338,14 @@ static int connect_for(uint32_t id, const aw_bytes_t *term_id) {
 
 void term_attach_start(uint32_t id, const uint8_t *p, size_t len) {
   aw_term_attach_req_t m;
-  ag_err_t e;
-  int rc = aw_dec_term_attach(p, len, &m);
-  if (rc != AW_OK) {
-    ag_err_decode(&e, rc, "TERM_ATTACH");
-    out_error(id, &e);
-    return;
-  }
+  if (out_refused(id, aw_dec_term_attach(p, len, &m), "TERM_ATTACH")) return;
   int fd = connect_for(id, &m.term_id);
   if (fd >= 0) begin_attach(id, AW_T_TERM_ATTACH, fd, m.flags, m.window, m.since);
 }
 
 void term_resize_start(uint32_t id, const uint8_t *p, size_t len) {
   aw_term_resize_req_t m;
-  ag_err_t e;
-  int rc = aw_dec_term_resize(p, len, &m);
-  if (rc != AW_OK) {
-    ag_err_decode(&e, rc, "TERM_RESIZE");
-    out_error(id, &e);
-    return;
-  }
+  if (out_refused(id, aw_dec_term_resize(p, len, &m), "TERM_RESIZE")) return;
   int fd = connect_for(id, &m.term_id);
   uint8_t b[KW_RESIZE_LEN];
   if (fd >= 0) start_on(id, AW_T_TERM_RESIZE, fd, 0, 0, KW_RESIZE, b, keeper_resize_put(b, m.cols, m.rows));
@@ -365,13 +353,7 @@ void term_resize_start(uint32_t id, const uint8_t *p, size_t len) {
 
 void term_signal_start(uint32_t id, const uint8_t *p, size_t len) {
   aw_term_signal_req_t m;
-  ag_err_t e;
-  int rc = aw_dec_term_signal(p, len, &m);
-  if (rc != AW_OK) {
-    ag_err_decode(&e, rc, "TERM_SIGNAL");
-    out_error(id, &e);
-    return;
-  }
+  if (out_refused(id, aw_dec_term_signal(p, len, &m), "TERM_SIGNAL")) return;
   int fd = connect_for(id, &m.term_id);
   if (fd >= 0) start_on(id, AW_T_TERM_SIGNAL, fd, 0, 0, KW_SIGNAL, &m.signal, 1);
 }

@@ -170,7 +170,10 @@ static void finish(agent_exec_op_t *op, err_t *err) {
   op_settle(&op->base.op, err);
 }
 
-static void handle_event(agent_exec_op_t *op, const agent_event_t *ev) {
+/* The consumer's callback (op_emit) may cancel the op: agent_op_send holds it meanwhile. */
+static void on_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
+  (void)req;
+  agent_exec_op_t *op = ud;
   err_t err = ERR_INIT;
   switch (ev->type) {
     case AE_DATA: {
@@ -209,15 +212,6 @@ static void handle_event(agent_exec_op_t *op, const agent_event_t *ev) {
       finish(op, &err);
       return;
   }
-}
-
-/* The consumer's callback (op_emit) may cancel the op, which frees it: held meanwhile. */
-static void on_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
-  (void)req;
-  agent_exec_op_t *op = ud;
-  op_hold(&op->base.op);
-  handle_event(op, ev);
-  op_unhold(&op->base.op);
 }
 
 int agent_exec_msg_init(agent_exec_msg_t *x, const exec_spec_t *s, uint32_t flags, uint32_t window) {
@@ -260,12 +254,9 @@ static void run(agent_op_t *base, agent_conn_t *c) {
     agent_op_fail(base, &err);
     return;
   }
-  base->req = agent_req_start(c, &x.msg, on_event, op, &err);
+  int sent = agent_op_send(base, c, &x.msg, on_event);
   agent_exec_msg_free(&x);
-  if (base->req == NULL) {
-    agent_op_fail(base, &err);
-    return;
-  }
+  if (sent != 0) return;
   if (s->has_input) {
     if (agent_req_write(base->req, s->input, s->input_len, 1) != 0) {
       agent_req_cancel(base->req);

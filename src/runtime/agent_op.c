@@ -25,15 +25,8 @@ static void state_free(void *p) {
 }
 
 static agent_state_t *state_of(sandbox_t *sb, int create) {
-  agent_state_t *st = sandbox_attached(sb, &state_key);
-  if (st != NULL || !create) return st;
-  st = calloc(1, sizeof(*st));
-  if (st == NULL) return NULL;
-  if (sandbox_attach(sb, &state_key, st, state_free) != 0) {
-    free(st);
-    return NULL;
-  }
-  return st;
+  if (!create) return sandbox_attached(sb, &state_key);
+  return sandbox_attached_new(sb, &state_key, sizeof(agent_state_t), state_free);
 }
 
 agent_conn_t *agent_op_conn(sandbox_t *sb) {
@@ -71,9 +64,17 @@ void *agent_op_prepare(napi_env env, const agent_op_kind_t *kind, size_t size, s
 
 void agent_op_fail(agent_op_t *op, err_t *err) { op_settle(&op->op, err); }
 
+static void held_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
+  agent_op_t *op = ud;
+  op_hold(&op->op);
+  op->on_event(req, ev, op);
+  op_unhold(&op->op);
+}
+
 int agent_op_send(agent_op_t *op, agent_conn_t *c, const agent_msg_t *m, agent_req_fn fn) {
   err_t err = ERR_INIT;
-  op->req = agent_req_start(c, m, fn, op, &err);
+  op->on_event = fn;
+  op->req = agent_req_start(c, m, held_event, op, &err);
   if (op->req != NULL) return 0;
   agent_op_fail(op, &err);
   err_clear(&err);

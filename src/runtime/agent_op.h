@@ -57,6 +57,7 @@ struct agent_op {
   const agent_op_kind_t *kind;
   agent_waiter_t waiter;
   agent_req_t *req; /* the agent request running, if any */
+  agent_req_fn on_event; /* its events' handler (agent_op_send) */
   uint64_t started_ns;
 };
 
@@ -71,7 +72,9 @@ void *agent_op_prepare(napi_env env, const agent_op_kind_t *kind, size_t size, s
 /* Settles with err, as the call's error. */
 void agent_op_fail(agent_op_t *op, err_t *err);
 /* Sends the operation's request (op->req); on failure settles the op with its error.
- * 0, or -1 (settled). */
+ * `fn` gets its events (ud: the op), with the op held (op_hold) meanwhile: a handler that
+ * emits to JavaScript, whose callback may cancel and free the op, finds it still there
+ * (checked with op->settled / op->cancelled). 0, or -1 (settled). */
 int agent_op_send(agent_op_t *op, agent_conn_t *c, const agent_msg_t *m, agent_req_fn fn);
 /* The connection was lost under the request (AE_FAILED, `ev`): settles the op with it. */
 void agent_op_lost(agent_op_t *op, const agent_event_t *ev);

@@ -84,15 +84,8 @@ static void registry_free(void *p) {
 }
 
 static term_registry_t *registry_of(sandbox_t *sb, int create) {
-  term_registry_t *t = sandbox_attached(sb, &registry_key);
-  if (t != NULL || !create) return t;
-  t = calloc(1, sizeof(*t));
-  if (t == NULL) return NULL;
-  if (sandbox_attach(sb, &registry_key, t, registry_free) != 0) {
-    free(t);
-    return NULL;
-  }
-  return t;
+  if (!create) return sandbox_attached(sb, &registry_key);
+  return sandbox_attached_new(sb, &registry_key, sizeof(term_registry_t), registry_free);
 }
 
 size_t agent_term_live(sandbox_t *sb) {
@@ -285,7 +278,9 @@ static void on_result(agent_term_op_t *op, agent_req_t *req, const agent_event_t
   op_settle(&op->base.op, &err);
 }
 
-static void handle_event(agent_term_op_t *op, agent_req_t *req, const agent_event_t *ev) {
+/* The consumer's callback (op_emit) may cancel the op: agent_op_send holds it meanwhile. */
+static void term_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
+  agent_term_op_t *op = ud;
   switch (ev->type) {
     case AE_STARTED:
       if (op->started) {
@@ -324,14 +319,6 @@ static void handle_event(agent_term_op_t *op, agent_req_t *req, const agent_even
     default:
       return;
   }
-}
-
-/* The consumer's callback (op_emit) may cancel the op, which frees it: held meanwhile. */
-static void term_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
-  agent_term_op_t *op = ud;
-  op_hold(&op->base.op);
-  handle_event(op, req, ev);
-  op_unhold(&op->base.op);
 }
 
 static aw_bytes_t bytes_of(const char *s) { return (aw_bytes_t){(const uint8_t *)s, (uint32_t)strlen(s)}; }

@@ -96,7 +96,9 @@ static void lied(agent_watch_op_t *op, agent_req_t *req, const char *what) {
   agent_op_fail(&op->base, &err);
 }
 
-static void handle_event(agent_watch_op_t *op, agent_req_t *req, const agent_event_t *ev) {
+/* The consumer's callback (op_emit) may cancel the op: agent_op_send holds it meanwhile. */
+static void watch_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
+  agent_watch_op_t *op = ud;
   err_t err = ERR_INIT;
   switch (ev->type) {
     case AE_DATA:
@@ -136,14 +138,6 @@ static void handle_event(agent_watch_op_t *op, agent_req_t *req, const agent_eve
     default:
       return;
   }
-}
-
-/* The consumer's callback (op_emit) may cancel the op, which frees it: held meanwhile. */
-static void watch_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
-  agent_watch_op_t *op = ud;
-  op_hold(&op->base.op);
-  handle_event(op, req, ev);
-  op_unhold(&op->base.op);
 }
 
 static void watch_run(agent_op_t *base, agent_conn_t *c) {

@@ -39,15 +39,7 @@ static void registry_free(void *state) {
 static const char registry_key = 0;
 
 proc_registry_t *proc_registry_of(sandbox_t *sb) {
-  proc_registry_t *pm = sandbox_attached(sb, &registry_key);
-  if (pm != NULL) return pm;
-  pm = calloc(1, sizeof(*pm));
-  if (pm == NULL) return NULL;
-  if (sandbox_attach(sb, &registry_key, pm, registry_free) != 0) {
-    free(pm);
-    return NULL;
-  }
-  return pm;
+  return sandbox_attached_new(sb, &registry_key, sizeof(proc_registry_t), registry_free);
 }
 
 /* ---- records ---- */

@@ -60,3 +60,14 @@ void *sandbox_attached(const sandbox_t *s, const void *key) {
     if (x->key == key) return x->state;
   return NULL;
 }
+
+void *sandbox_attached_new(sandbox_t *s, const void *key, size_t size, void (*free_fn)(void *state)) {
+  void *state = sandbox_attached(s, key);
+  if (state != NULL) return state;
+  state = calloc(1, size);
+  if (state == NULL || sandbox_attach(s, key, state, free_fn) != 0) {
+    free(state);
+    return NULL;
+  }
+  return state;
+}

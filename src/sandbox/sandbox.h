@@ -65,5 +65,8 @@ void sandbox_unref(sandbox_t *s);
  */
 int sandbox_attach(sandbox_t *s, const void *key, void *state, void (*free_fn)(void *state));
 void *sandbox_attached(const sandbox_t *s, const void *key);
+/* The state under `key`, made (`size` zeroed bytes, freed with `free_fn`) and attached
+ * when there is none yet. NULL when out of memory. */
+void *sandbox_attached_new(sandbox_t *s, const void *key, size_t size, void (*free_fn)(void *state));
 
 #endif
