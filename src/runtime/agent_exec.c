@@ -34,7 +34,6 @@ typedef struct agent_exec_op {
   exec_spec_t spec;
   exec_result_t *result;
   uint32_t pgid; /* the command's process group, once STARTED */
-  agent_credit_t credit; /* given back as output is taken, held while the consumer paused */
 } agent_exec_op_t;
 
 static void on_event(agent_req_t *req, const agent_event_t *ev, void *ud);
@@ -182,7 +181,7 @@ static void on_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
       emit_output(op, stream, ev->data, ev->len);
       /* The bytes are taken: credit for as many more, unless the consumer paused. */
       if (op->base.req == NULL) return; /* cancelled from the consumer's callback */
-      agent_credit_taken(&op->credit, op->base.req, ev->stream, (uint32_t)ev->len, 0);
+      agent_credit_taken(&op->base.credit, op->base.req, ev->stream, (uint32_t)ev->len, 0);
       return;
     }
     case AE_STARTED:
@@ -277,11 +276,6 @@ static op_t *fallback(agent_op_t *base, err_t *err) {
   return o;
 }
 
-static void control(op_t *o, int command) {
-  agent_exec_op_t *op = (agent_exec_op_t *)o;
-  if (command == OP_PAUSE) agent_credit_pause(&op->credit);
-  else agent_credit_resume(&op->credit, op->base.req);
-}
 
 static napi_value result(op_t *o) { return convert_exec_result(o->js->env, ((agent_exec_op_t *)o)->result); }
 
@@ -294,7 +288,7 @@ static void destroy(op_t *o) {
 
 static const agent_op_kind_t exec_kind = {
     .vt = {.name = "agentExec", .start = agent_op_start, .stop = agent_op_stop, .result = result, .destroy = destroy,
-           .control = control},
+           .control = agent_op_control},
     .run = run,
     .fallback = fallback,
 };

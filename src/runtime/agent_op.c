@@ -142,6 +142,12 @@ void agent_op_stop(op_t *o) {
   op->req = NULL;
 }
 
+void agent_op_control(op_t *o, int command) {
+  agent_op_t *op = (agent_op_t *)o;
+  if (command == OP_PAUSE) agent_credit_pause(&op->credit);
+  else agent_credit_resume(&op->credit, op->req);
+}
+
 void agent_op_destroy(agent_op_t *op) {
   agent_conn_t *c = conn_of(op->op.sb);
   if (c != NULL) agent_conn_cancel_wait(c, &op->waiter);

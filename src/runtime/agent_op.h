@@ -58,12 +58,17 @@ struct agent_op {
   agent_waiter_t waiter;
   agent_req_t *req; /* the agent request running, if any */
   agent_req_fn on_event; /* its events' handler (agent_op_send) */
+  /* An op that streams to JavaScript: its output's credit, given back as the consumer takes
+   * it (agent_credit_taken) and held while it is paused (agent_op_control). */
+  agent_credit_t credit;
   uint64_t started_ns;
 };
 
 /* The base of every agent operation's vtable. */
 void agent_op_start(op_t *o);
 void agent_op_stop(op_t *o);
+/* The vtable's .control of a streaming op: OP_PAUSE holds its credit, OP_RESUME gives it. */
+void agent_op_control(op_t *o, int command);
 /* What every kind's destroy calls first. */
 void agent_op_destroy(agent_op_t *op);
 /* Allocates an operation of `size` bytes (agent_op_t first) for the environment of `env`;

@@ -162,7 +162,6 @@ typedef struct agent_term_op {
   int delivered;
   char **ids; /* list */
   size_t nids;
-  agent_credit_t credit;
 } agent_term_op_t;
 
 static void term_event(agent_req_t *req, const agent_event_t *ev, void *ud);
@@ -297,7 +296,7 @@ static void term_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
         return;
       }
       if (op->base.op.settled || op->base.op.cancelled) return;
-      agent_credit_taken(&op->credit, req, AW_S_OUT, (uint32_t)ev->len, 0);
+      agent_credit_taken(&op->base.credit, req, AW_S_OUT, (uint32_t)ev->len, 0);
       return;
     case AE_RESULT:
       on_result(op, req, ev);
@@ -430,11 +429,6 @@ static op_t *term_fallback(agent_op_t *base, err_t *err) {
   return NULL;
 }
 
-static void term_control(op_t *o, int command) {
-  agent_term_op_t *op = (agent_term_op_t *)o;
-  if (command == OP_PAUSE) agent_credit_pause(&op->credit);
-  else agent_credit_resume(&op->credit, op->base.req);
-}
 
 static const char *signal_name(int sig);
 
@@ -490,7 +484,7 @@ static void term_destroy(op_t *o) {
 
 static const agent_op_kind_t term_kind = {
     .vt = {.name = "agentTerminal", .start = agent_op_start, .stop = agent_op_stop, .result = term_value,
-           .destroy = term_destroy, .control = term_control},
+           .destroy = term_destroy, .control = agent_op_control},
     .run = term_run,
     .fallback = term_fallback,
 };

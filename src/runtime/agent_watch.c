@@ -41,7 +41,6 @@ typedef struct agent_watch_op {
   char *path; /* workdir-relative, "." for the workdir */
   int recursive;
   uint64_t events;  /* records received */
-  agent_credit_t credit; /* given back as records are taken, held while the consumer paused */
 } agent_watch_op_t;
 
 static const char *type_name(uint8_t type) {
@@ -107,7 +106,7 @@ static void watch_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
         return;
       }
       if (op->base.op.settled || op->base.op.cancelled) return;
-      agent_credit_taken(&op->credit, req, AW_S_OUT, (uint32_t)ev->len, 0);
+      agent_credit_taken(&op->base.credit, req, AW_S_OUT, (uint32_t)ev->len, 0);
       return;
     case AE_RESULT:
       if (ev->res.watch.events != op->events) {
@@ -158,11 +157,6 @@ static op_t *watch_fallback(agent_op_t *base, err_t *err) {
   return NULL;
 }
 
-static void watch_control(op_t *o, int command) {
-  agent_watch_op_t *op = (agent_watch_op_t *)o;
-  if (command == OP_PAUSE) agent_credit_pause(&op->credit);
-  else agent_credit_resume(&op->credit, op->base.req);
-}
 
 static void watch_destroy(op_t *o) {
   agent_watch_op_t *op = (agent_watch_op_t *)o;
@@ -172,7 +166,7 @@ static void watch_destroy(op_t *o) {
 
 static const agent_op_kind_t watch_kind = {
     .vt = {.name = "agentWatchFiles", .start = agent_op_start, .stop = agent_op_stop, .destroy = watch_destroy,
-           .control = watch_control},
+           .control = agent_op_control},
     .run = watch_run,
     .fallback = watch_fallback,
 };
