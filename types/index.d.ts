@@ -458,6 +458,64 @@ export interface DockerSandboxFileWatching {
   watchFiles(options?: DockerSandboxWatchFilesOptions): AsyncIterable<DockerSandboxFileWatchEvent>;
 }
 
+export type DockerSandboxStartTerminalOptions = {
+  /** The program; default the image's `/bin/bash` when it has one, else `/bin/sh`, interactive. */
+  readonly command?: string;
+  /** Only with `command`. */
+  readonly args?: readonly string[];
+  readonly cwd?: string;
+  readonly env?: Readonly<Record<string, string>>;
+  /** 1 to 4096; default 80 x 24. */
+  readonly cols?: number;
+  readonly rows?: number;
+  /** Output kept for replay, 4096 to 67108864 bytes; default 1 MiB. */
+  readonly scrollbackBytes?: number;
+  readonly abortSignal?: AbortSignal;
+};
+
+/** A run of a terminal's raw output; `offset` counts bytes from the program's first. */
+export type DockerSandboxTerminalChunk = { readonly offset: number; readonly data: Uint8Array };
+
+/** How the terminal's program ended: `exitCode` is 128 + n for a death by signal n. */
+export type DockerSandboxTerminalExit = { readonly exitCode: number; readonly signal: string | null };
+
+export type DockerSandboxTerminalSignal =
+  | "SIGHUP" | "SIGINT" | "SIGQUIT" | "SIGKILL" | "SIGUSR1" | "SIGUSR2"
+  | "SIGTERM" | "SIGCONT" | "SIGSTOP" | "SIGTSTP" | "SIGWINCH" | number;
+
+/**
+ * A program in a pseudo-terminal in the sandbox, held by a keeper process there: it
+ * outlives this handle and this Node process, and any handle attaches to it by `id`.
+ */
+export interface DockerSandboxTerminal {
+  readonly id: string;
+  /** The program's pid (and process group) in the sandbox. */
+  readonly pid: number;
+  /** Input as raw bytes (a string as UTF-8); resolves once it is in the terminal. */
+  write(data: string | Uint8Array, options?: { readonly abortSignal?: AbortSignal }): Promise<void>;
+  resize(options: { readonly cols: number; readonly rows: number; readonly abortSignal?: AbortSignal }): Promise<{ readonly cols: number; readonly rows: number }>;
+  /**
+   * The output from byte `since` (default 0) out of the scrollback, then live until the
+   * terminal ends. While iterated, the program is held back rather than lose output; a
+   * first offset past `since` says those bytes are gone.
+   */
+  output(options?: { readonly since?: number; readonly abortSignal?: AbortSignal }): AsyncIterable<DockerSandboxTerminalChunk>;
+  wait(options?: { readonly abortSignal?: AbortSignal }): Promise<DockerSandboxTerminalExit>;
+  /** Signals the program's session and its descendants; default SIGKILL. */
+  kill(signal?: DockerSandboxTerminalSignal, options?: { readonly abortSignal?: AbortSignal }): Promise<{ readonly delivered: boolean }>;
+}
+
+/**
+ * Terminals, through the in-sandbox agent (transport `"auto"` or `"agent"`; `invalid_state`
+ * otherwise). Each counts against `runtime.maxProcesses`.
+ */
+export interface DockerSandboxTerminals {
+  startTerminal(options?: DockerSandboxStartTerminalOptions): Promise<DockerSandboxTerminal>;
+  /** Fails with code `process` when no terminal has this id. */
+  attachTerminal(options: { readonly id: string; readonly abortSignal?: AbortSignal }): Promise<DockerSandboxTerminal>;
+  listTerminals(options?: { readonly abortSignal?: AbortSignal }): Promise<readonly { readonly id: string }[]>;
+}
+
 /** At least one capability must be enabled. */
 export type DockerSandboxInspectionOptions = {
   readonly files?: boolean;
@@ -525,7 +583,7 @@ export type ForkDockerSandboxOptions = {
 export interface DockerSandbox extends AsyncDisposable {
   readonly id: string;
   readonly state: DockerSandboxState;
-  readonly runtime: DockerSandboxRuntime & DockerSandboxTreeTransfer & DockerSandboxFileWatching;
+  readonly runtime: DockerSandboxRuntime & DockerSandboxTreeTransfer & DockerSandboxFileWatching & DockerSandboxTerminals;
   inspector(options: DockerSandboxInspectionOptions): DockerSandboxInspector;
   /** Stops managed processes and the container; the volume is kept and the id can be resumed. */
   stop(options?: StopDockerSandboxOptions): Promise<void>;

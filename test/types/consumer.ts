@@ -45,7 +45,12 @@ import {
   type DockerSandboxTreeTransfer,
   type DockerSandboxFileWatchEvent,
   type DockerSandboxFileWatching,
-  type DockerSandboxWatchFilesOptions
+  type DockerSandboxWatchFilesOptions,
+  type DockerSandboxStartTerminalOptions,
+  type DockerSandboxTerminal,
+  type DockerSandboxTerminalChunk,
+  type DockerSandboxTerminalExit,
+  type DockerSandboxTerminals
 } from "@anvia/sandbox";
 
 const decoder = new TextDecoder();
@@ -545,3 +550,38 @@ async function watching(sandbox: DockerSandbox, abortSignal: AbortSignal): Promi
   return seen;
 }
 void watching;
+
+// Terminals through the agent: every option and method.
+async function terminals(sandbox: DockerSandbox, abortSignal: AbortSignal): Promise<number> {
+  const rt: DockerSandboxTerminals = sandbox.runtime;
+  const options: DockerSandboxStartTerminalOptions = {
+    command: "python3",
+    args: ["-q"],
+    cwd: "src",
+    env: { LANG: "C.UTF-8" },
+    cols: 120,
+    rows: 40,
+    scrollbackBytes: 4 * 1024 * 1024,
+    abortSignal,
+  };
+  const terminal: DockerSandboxTerminal = await rt.startTerminal(options);
+  await terminal.write("print(6 * 7)\n", { abortSignal });
+  await terminal.write(new Uint8Array([3]));
+  const size: { cols: number; rows: number } = await terminal.resize({ cols: 100, rows: 30 });
+  let seen = size.cols;
+  for await (const chunk of terminal.output({ since: 0, abortSignal })) {
+    const c: DockerSandboxTerminalChunk = chunk;
+    seen += c.offset + c.data.byteLength;
+  }
+  const again = await rt.attachTerminal({ id: terminal.id });
+  const listed: readonly { readonly id: string }[] = await rt.listTerminals();
+  const { delivered }: { delivered: boolean } = await again.kill("SIGTERM");
+  await again.kill(9);
+  const exit: DockerSandboxTerminalExit = await terminal.wait();
+  // @ts-expect-error a signal is a known name or a number
+  void terminal.kill("SIGBOGUS");
+  // @ts-expect-error resize needs both dimensions
+  void terminal.resize({ cols: 10 });
+  return seen + listed.length + (delivered ? 1 : 0) + exit.exitCode + terminal.pid + (exit.signal === null ? 0 : 1);
+}
+void terminals;
