@@ -9,6 +9,7 @@ import { z } from "zod";
 import { DockerSandboxError, decodeUtf8 } from "./errors.js";
 import { native } from "./native.js";
 import { isNaturalCommandLine, isShellInterpreter, sandboxShell } from "./shell.js";
+import { createTerminalTools, resolveTerminalPolicy, terminalToolNames } from "./terminal-tools.js";
 
 // The seed builds its tools with `createTool` from `@anvia/core/tool`. When that package is
 // installed, use it so the tools are exactly the original's (same object shape, same JSON Schema
@@ -68,7 +69,9 @@ const allToolNames = [
   "list_processes",
   "read_process_logs",
   "stop_process",
-  "wait_for_port"
+  "wait_for_port",
+  // Ours (lib/terminal-tools.js), not upstream's.
+  ...terminalToolNames
 ];
 // What the model reads in the JSON Schema (upstream's texts, word for word).
 const commandText =
@@ -192,9 +195,13 @@ export function createDockerSandboxTools(options) {
   options = snapshotFactoryOptions(options);
   const selected = new Set(options.tools);
   const tools = [];
+  const terminalTool = terminalToolNames.some((name) => selected.has(name))
+    ? createTerminalTools(options, { createTool, resolveInvocation, toolPath, toolPolicyError, assertCommandAllowed })
+    : undefined;
   // Tools come back in the order they were asked for.
   for (const name of options.tools) {
-    if (name === "exec_command") tools.push(createExecCommandTool(options));
+    if (terminalToolNames.includes(name)) tools.push(terminalTool(name));
+    else if (name === "exec_command") tools.push(createExecCommandTool(options));
     else if (name === "read_file") tools.push(createReadFileTool(options));
     else if (name === "write_file") tools.push(createWriteFileTool(options));
     else if (name === "list_files") tools.push(createListFilesTool(options.sandbox));
@@ -500,6 +507,13 @@ function validateFactoryOptions(options) {
     }
   }
   validateCommandPolicy(options.exec?.commands);
+  resolveTerminalPolicy(options.terminal, toolPolicyError);
+  if (
+    terminalToolNames.some((name) => seen.has(name)) &&
+    typeof options.sandbox.startTerminal !== "function"
+  ) {
+    throw new TypeError("sandbox must have startTerminal for the terminal tools.");
+  }
   assertOptionalPositiveInteger(options.exec?.defaultTimeoutMs, "exec.defaultTimeoutMs");
   assertOptionalPositiveInteger(options.exec?.maxTimeoutMs, "exec.maxTimeoutMs");
   if (
@@ -555,6 +569,8 @@ function snapshotFactoryOptions(options) {
   if (options.process !== undefined) {
     snapshot = { ...snapshot, process: Object.freeze({ ...options.process }) };
   }
+  // Always present: the terminal tools read their policy with its defaults.
+  snapshot = { ...snapshot, terminal: resolveTerminalPolicy(options.terminal, toolPolicyError) };
   return Object.freeze(snapshot);
 }
 

@@ -740,7 +740,32 @@ export type DockerSandboxToolName =
   | "list_processes"
   | "read_process_logs"
   | "stop_process"
-  | "wait_for_port";
+  | "wait_for_port"
+  | DockerSandboxTerminalToolName;
+
+/**
+ * The terminal tools (ours, not upstream's): a program in a pty that a model drives turn by
+ * turn. `start_terminal` starts one (by default the sandbox's shell, which the command policy
+ * must admit) and returns its first output; `write_terminal` types input and returns the output
+ * that follows until it has been quiet for `yieldMs`; `read_terminal` reads on (or again, from
+ * `since`); `stop_terminal` hangs up, then kills after `terminal.stopGracePeriodMs`. A tool set
+ * reaches only the terminals it started.
+ */
+export type DockerSandboxTerminalToolName = "start_terminal" | "write_terminal" | "read_terminal" | "stop_terminal";
+
+/**
+ * The terminal tools' limits. Defaults: a read ends after 1 000 ms of quiet (`defaultYieldMs`),
+ * never later than `maxYieldMs` (30 000, at most 300 000) after it began; at most
+ * `maxOutputBytes` per answer (64 KiB, at most 1 MiB); `stopGracePeriodMs` 2 000. A `yieldMs` or
+ * `maxBytes` over its limit is `tool_policy` ("Terminal yield exceeds policy (a > b).",
+ * "Terminal output request exceeds policy (a > b).").
+ */
+export type DockerSandboxTerminalToolPolicy = {
+  readonly defaultYieldMs?: number;
+  readonly maxYieldMs?: number;
+  readonly maxOutputBytes?: number;
+  readonly stopGracePeriodMs?: number;
+};
 
 /**
  * Exact executable names: `allow` admits only these, `block` admits all but these.
@@ -762,7 +787,10 @@ export type DockerSandboxCommandPolicy =
     }
   | { readonly mode: "block"; readonly values: readonly string[] };
 
-/** Applies to `exec_command` (commands, timeouts, cwd) and `start_process` (commands, cwd). */
+/**
+ * Applies to `exec_command` (commands, timeouts, cwd), `start_process` and `start_terminal`
+ * (commands, cwd).
+ */
 export type DockerSandboxExecToolPolicy = {
   readonly commands?: DockerSandboxCommandPolicy;
   /** At most 300 000. */
@@ -801,6 +829,7 @@ export type CreateDockerSandboxToolsOptions = {
   readonly readFile?: DockerSandboxReadFileToolPolicy;
   readonly writeFile?: DockerSandboxFileToolPolicy;
   readonly process?: DockerSandboxProcessToolPolicy;
+  readonly terminal?: DockerSandboxTerminalToolPolicy;
 };
 
 export type DockerSandboxJsonValue =

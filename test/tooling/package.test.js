@@ -40,6 +40,7 @@ const EXPECTED_NON_SOURCE = [
   "package/lib/native.js",
   "package/lib/runtime.js",
   "package/lib/shell.js",
+  "package/lib/terminal-tools.js",
   "package/lib/terminal.js",
   "package/lib/tools.js",
   "package/lib/tree.js",

@@ -6,6 +6,8 @@ import {
   DockerSandboxError,
   DockerSandboxRunError,
   createDockerSandboxTools,
+  type DockerSandboxTerminalToolName,
+  type DockerSandboxTerminalToolPolicy,
   withSandbox,
   type CreateDockerSandboxOptions,
   type CreateDockerSandboxToolsOptions,
@@ -276,6 +278,14 @@ async function main(): Promise<void> {
   const shellPolicy: DockerSandboxCommandPolicy = { mode: "allow", values: ["/bin/bash", "sh"], allowShellInterpreters: true };
   const shellTools = createDockerSandboxTools({ sandbox: runtime, tools: ["exec_command", "start_process"], exec: { commands: shellPolicy } });
   void shellTools;
+  // The terminal tools, with their own limits.
+  const terminalPolicy: DockerSandboxTerminalToolPolicy = { defaultYieldMs: 500, maxYieldMs: 10_000, maxOutputBytes: 32_768, stopGracePeriodMs: 1_000 };
+  const terminalNames: DockerSandboxTerminalToolName[] = ["start_terminal", "write_terminal", "read_terminal", "stop_terminal"];
+  const terminalTools = createDockerSandboxTools({ sandbox: runtime, tools: ["start_terminal", "write_terminal", "read_terminal", "stop_terminal"], exec: { commands: shellPolicy }, terminal: terminalPolicy });
+  void terminalTools;
+  void terminalNames;
+  // @ts-expect-error the limits are numbers
+  createDockerSandboxTools({ sandbox: runtime, tools: ["read_terminal"], terminal: { maxYieldMs: "10s" } });
   if (shellPolicy.mode === "allow") {
     const optedIn: boolean | undefined = shellPolicy.allowShellInterpreters;
     void optedIn;

@@ -1010,7 +1010,7 @@ describe("with @anvia/core installed", () => {
     const directory = mkdtempSync(path.join(tmpdir(), "anvia-sandbox-core-"));
     t.after(() => rmSync(directory, { recursive: true, force: true }));
     mkdirSync(path.join(directory, "lib"));
-    for (const file of ["tools.js", "shell.js", "errors.js"]) copyFileSync(path.join(root, "lib", file), path.join(directory, "lib", file));
+    for (const file of ["tools.js", "terminal-tools.js", "shell.js", "errors.js"]) copyFileSync(path.join(root, "lib", file), path.join(directory, "lib", file));
     writeFileSync(
       path.join(directory, "lib/native.js"),
       `export * from ${JSON.stringify(pathToFileURL(path.join(root, "lib/native.js")).href)};\n`
