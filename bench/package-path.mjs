@@ -56,6 +56,7 @@ function wrap(sandbox) {
     stopProcess: (options) => rt.stopProcess(options),
     waitForPort: (options) => rt.waitForPort(options),
     watchFiles: (options) => rt.watchFiles(options),
+    startTerminal: (options) => rt.startTerminal(options),
     destroy: () => sandbox.destroy(),
   };
 }

@@ -32,6 +32,7 @@
 //                        its young generation for the first few thousand)
 //   --first-call-runs N  fresh sandboxes for the agent's first-call cost (default 8)
 //   --watch-runs N       writes timed to their watchFiles event (default 60)
+//   --terminal-runs N    keystrokes timed to their echo in a terminal, per path (default 100)
 //   --tree-files N       files of the treeImport/treeExport tree (default 2000);
 //   --tree-mib N         its size in MiB (default 50); --tree-runs N (default 3);
 //   --tree-loop-concurrency N  writeFile/readFile calls in flight in the loop (default 1);
@@ -72,7 +73,7 @@ const OPERATIONS = [
   ["stopProcess", "stopProcess", 20],
   ["waitForPort", "waitForPort (listening)", 30],
 ];
-const EXTRAS = ["execStream", "watchLatency", "eventLoopDelay", "leak", "agentLeak", "agentFirstCall", "treeImport", "treeExport"];
+const EXTRAS = ["execStream", "watchLatency", "terminalLatency", "eventLoopDelay", "leak", "agentLeak", "agentFirstCall", "treeImport", "treeExport"];
 // The columns. "agent" and "engine" are both this package (its public API), through a
 // client with transport "agent" and one with transport "engine".
 const IMPLS = ["agent", "engine", "cli", "dockerode"];
@@ -109,6 +110,7 @@ function parseArgs(argv) {
     agentLeakWarmup: 10000,
     firstCallRuns: 8,
     watchRuns: 60,
+    terminalRuns: 100,
     treeFiles: 2000,
     treeMiB: 50,
     treeRuns: 3,
@@ -164,6 +166,7 @@ function parseArgs(argv) {
       case "--agent-leak-warmup": o.agentLeakWarmup = Math.round(num(next(), arg)); break;
       case "--first-call-runs": o.firstCallRuns = Math.max(1, Math.round(num(next(), arg))); break;
       case "--watch-runs": o.watchRuns = Math.max(1, Math.round(num(next(), arg))); break;
+      case "--terminal-runs": o.terminalRuns = Math.max(1, Math.round(num(next(), arg))); break;
       case "--tree-files": o.treeFiles = Math.max(1, Math.round(num(next(), arg))); break;
       case "--tree-mib": o.treeMiB = Math.max(1, num(next(), arg)); break;
       case "--tree-runs": o.treeRuns = Math.max(1, Math.round(num(next(), arg))); break;
@@ -203,6 +206,7 @@ function parseArgs(argv) {
       agentLeakWarmup: Math.min(o.agentLeakWarmup, 4),
       firstCallRuns: 1,
       watchRuns: 3,
+      terminalRuns: 3,
       treeFiles: Math.min(o.treeFiles, 20),
       treeMiB: Math.min(o.treeMiB, 1),
       treeRuns: 1,
@@ -758,6 +762,27 @@ async function main() {
         log(`watchFiles: write to event ${fmtMs(wl.agent.writeToEventMs.median)} ms median, p99 ${fmtMs(wl.agent.writeToEventMs.p99)} ms; after the write resolved ${fmtMs(wl.agent.afterWriteMs.median)} ms (agent; the engine path refuses it)`);
       } catch (error) {
         failed("watchLatency", error);
+      }
+
+      // ---------------------------------------------------------- terminal latency
+      // Keystroke to echo, through the agent and the engine path: a terminal running `cat`,
+      // one character written at a time, timed from just before the write to the moment its
+      // echo (the pty's line discipline) arrives through output().
+      if (wantExtra("terminalLatency")) try {
+        const tl = { runs: o.terminalRuns };
+        for (const impl of ["agent", "engine"]) {
+          try {
+            const samples = await terminalEchoes(targets[impl], o.terminalRuns, () => (o.gapMs > 0 ? sleep(o.gapMs) : undefined));
+            tl[impl] = { keystrokeToEchoMs: { ...summarize(samples), samples } };
+          } catch (error) {
+            if (error?.code !== "invalid_state") throw error;
+            tl[impl] = `refused: ${error.message}`;
+          }
+        }
+        result.extras.terminalLatency = tl;
+        log(`terminal keystroke to echo: ${terminalLine(tl)}`);
+      } catch (error) {
+        failed("terminalLatency", error);
       }
 
       if (wantExtra("execStream")) try {
@@ -1363,6 +1388,7 @@ function renderTable(result) {
         `after the write resolved ${w.afterWriteMs.median.toFixed(2)} ms (agent; the engine path refuses watchFiles)`,
     );
   }
+  if (ex.terminalLatency) lines.push(`terminal keystroke to echo (${ex.terminalLatency.runs} keys): ${terminalLine(ex.terminalLatency)}`);
   if (ex.tree) {
     const t = ex.tree;
     lines.push(`tree transfers: ${t.config.files} files, ${(t.config.bytes / 2 ** 20).toFixed(1)} MiB, ${t.config.runs} runs (${t.config.loopRuns} with the loop), median / p95 ms (loop: ${t.config.loopConcurrency} call${t.config.loopConcurrency === 1 ? "" : "s"} in flight):`);
@@ -1439,4 +1465,51 @@ if (typeof globalThis.gc !== "function") {
       process.exitCode = 1;
     },
   );
+}
+
+// One terminal running `cat` on `target`; `runs` keystrokes, each timed to its echo.
+async function terminalEchoes(target, runs, pause) {
+  const terminal = await target.startTerminal({ command: "cat" });
+  const it = terminal.output()[Symbol.asyncIterator]();
+  let text = "";
+  const until = async (marker) => {
+    while (!text.includes(marker)) {
+      const r = await it.next();
+      if (r.done) throw new Error("the terminal ended during the latency run");
+      text += Buffer.from(r.value.data).toString("latin1");
+    }
+  };
+  try {
+    const samples = [];
+    for (let i = -3; i < runs; i++) {
+      // A fresh line now and then: the pty's line buffer holds 4096 characters.
+      if (i % 1000 === 0) {
+        text = "";
+        await terminal.write("\n");
+        await until("\n");
+      }
+      const key = String.fromCharCode(97 + ((i + 26) % 26));
+      text = "";
+      const s = performance.now();
+      const seen = until(key);
+      await terminal.write(key);
+      await seen;
+      if (i >= 0) samples.push(performance.now() - s); // the first three warm the path
+      await pause();
+    }
+    return samples;
+  } finally {
+    await it.return?.();
+    await terminal.kill().catch(() => {});
+  }
+}
+
+function terminalLine(tl) {
+  return ["agent", "engine"]
+    .map((impl) => {
+      const v = tl[impl];
+      if (typeof v === "string") return `${impl} ${v}`;
+      return `${impl} median ${v.keystrokeToEchoMs.median.toFixed(2)} ms, p99 ${v.keystrokeToEchoMs.p99.toFixed(2)} ms`;
+    })
+    .join("; ");
 }
