@@ -17,6 +17,8 @@ void exec_reply_init(exec_reply_t *r) {
   frame_demux_init(&r->demux);
 }
 
+void exec_reply_set_raw(exec_reply_t *r) { r->raw = 1; }
+
 void exec_reply_free(exec_reply_t *r) {
   buf_free(&r->head);
   buf_free(&r->error_body);
@@ -80,6 +82,7 @@ static int on_frame(void *ud, int stream, const uint8_t *data, size_t len) {
 
 static int feed_stream(exec_reply_t *r, const uint8_t *data, size_t len, const exec_reply_callbacks_t *cbs, void *ud,
                        err_t *err) {
+  if (r->raw) return len == 0 || cbs->on_output(ud, FRAME_STDOUT, data, len) == 0 ? 0 : 2;
   demux_ctx_t c = {cbs, ud, 0};
   size_t consumed = 0;
   if (frame_demux_feed(&r->demux, data, len, &consumed, on_frame, &c, err) < 0) {
@@ -160,7 +163,7 @@ int exec_reply_feed(exec_reply_t *r, const uint8_t *data, size_t len, const exec
 void exec_reply_eof(exec_reply_t *r, err_t *err) {
   switch (r->state) {
     case XR_STREAM:
-      frame_demux_finish(&r->demux, err);
+      if (!r->raw) frame_demux_finish(&r->demux, err);
       break;
     case XR_ERROR_BODY:
       refusal(r, err);

@@ -41,10 +41,14 @@ typedef struct exec_reply {
   buf_t head;
   buf_t error_body;
   frame_demux_t demux;
+  int raw; /* a Tty exec: the stream is the terminal's bytes, not frames (exec_reply_set_raw) */
 } exec_reply_t;
 
 void exec_reply_init(exec_reply_t *r);
 void exec_reply_free(exec_reply_t *r);
+/* A Tty exec's reply: once the head is read, every byte is output of stream 1 as it
+ * arrives (the engine sends no frame headers for a Tty exec); nothing is buffered. */
+void exec_reply_set_raw(exec_reply_t *r);
 
 /*
  * Feeds bytes read from the connection. Returns 0 to go on reading, 1 when the reply is

@@ -833,7 +833,7 @@ static void on_created(http_req_t *req, void *ud) {
     return;
   }
   c->state = ST_HELLO;
-  c->hj = hijack_start(c->eng, c->exec_id, &stream_cbs, c, &err);
+  c->hj = hijack_start(c->eng, c->exec_id, 0, &stream_cbs, c, &err);
   if (c->hj == NULL) {
     conn_fail(c, &err, 0);
     return;

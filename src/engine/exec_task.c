@@ -49,6 +49,7 @@ struct exec_task {
   int state;
   int cancelled; /* nobody is waiting: free once the command is ended */
   int paused;
+  int unref; /* exec_task_set_ref(t, 0) */
   int inspect_tries;
   int stream_ended;
   int stream_reset;    /* the stream ended with a reset (hijack_was_reset) */
@@ -182,7 +183,7 @@ static void start_killer(exec_task_t *t) {
     complete(t, NULL);
     return;
   }
-  exec_callbacks_t cbs = {NULL, on_killer_done};
+  exec_callbacks_t cbs = {.on_done = on_killer_done};
   t->killer = exec_task_start(t->eng, t->container, &k, &cbs, t, &err);
   exec_spec_free(&k);
   err_clear(&err);
@@ -407,16 +408,20 @@ static void on_created(http_req_t *req, void *ud) {
   http_req_free(req);
   if (!err_is_set(&err)) {
     t->state = T_STREAM;
-    t->hj = hijack_start(t->eng, t->exec_id, &stream_cbs, t, &err);
+    t->hj = hijack_start(t->eng, t->exec_id, t->spec.tty, &stream_cbs, t, &err);
     if (t->hj != NULL) {
       if (t->paused) hijack_pause(t->hj);
+      if (t->unref) hijack_set_ref(t->hj, 0);
       if (t->spec.has_input) {
         if (hijack_write(t->hj, t->spec.input, t->spec.input_len) != 0) err_oom(&err);
         else hijack_end_stdin(t->hj);
         free(t->spec.input);
         t->spec.input = NULL;
       }
-      if (!err_is_set(&err)) return;
+      if (!err_is_set(&err)) {
+        if (t->cbs.on_started) t->cbs.on_started(t->ud);
+        return;
+      }
     }
   }
   fail(t, &err);
@@ -489,7 +494,7 @@ exec_task_t *exec_task_start(engine_t *eng, const char *container, exec_spec_t *
   for (size_t i = 0; i < t->spec.argc; i++) json_array_append_new(cmd, json_string(t->spec.argv[i]));
   for (size_t i = 0; i < t->spec.envc; i++) json_array_append_new(env, json_string(t->spec.env[i]));
   json_t *body = json_pack("{s:b, s:b, s:b, s:b, s:o, s:o, s:s}", "AttachStdin", t->spec.attach_stdin || t->spec.has_input,
-                           "AttachStdout", 1, "AttachStderr", 1, "Tty", 0, "Cmd", cmd, "Env", env, "WorkingDir",
+                           "AttachStdout", 1, "AttachStderr", 1, "Tty", t->spec.tty ? 1 : 0, "Cmd", cmd, "Env", env, "WorkingDir",
                            t->spec.workdir);
   if (body != NULL && t->spec.user != NULL) json_object_set_new(body, "User", json_string(t->spec.user));
   char *name = url_escape(container);
@@ -566,4 +571,15 @@ int exec_task_write(exec_task_t *t, const uint8_t *data, size_t len) {
 
 void exec_task_end_stdin(exec_task_t *t) {
   if (t->hj) hijack_end_stdin(t->hj);
+}
+
+size_t exec_task_queued(const exec_task_t *t) { return t == NULL ? 0 : hijack_queued(t->hj); }
+
+const char *exec_task_exec_id(const exec_task_t *t) { return t == NULL ? NULL : t->exec_id; }
+
+const char *exec_task_marker(const exec_task_t *t) { return t == NULL || !t->spec.kill_tree ? "" : t->marker; }
+
+void exec_task_set_ref(exec_task_t *t, int ref) {
+  t->unref = !ref;
+  if (t->hj) hijack_set_ref(t->hj, ref);
 }

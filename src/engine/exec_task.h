@@ -38,6 +38,7 @@ typedef struct exec_spec {
   int64_t timeout_ms; /* 0: none */
   size_t max_output;  /* per stream, for the result */
   int kill_tree;      /* mark the command so timeout/cancel can end its process tree */
+  int tty;            /* "Tty": true: the command gets a pty; its output is raw, all stream 1 */
 } exec_spec_t;
 
 void exec_spec_free(exec_spec_t *s);
@@ -52,6 +53,9 @@ typedef struct exec_callbacks {
   void (*on_output)(void *ud, int stream, const uint8_t *data, size_t len);
   /* Once, unless cancelled: the result (caller owns it) or the error. */
   void (*on_done)(void *ud, exec_result_t *result, err_t *err);
+  /* Optional: the exec was created and its start sent (exec_task_exec_id is known, input
+   * may be written). Called from the loop, at most once. */
+  void (*on_started)(void *ud);
 } exec_callbacks_t;
 
 /* Runs `spec` in the container named `container` (a reference to `eng` is kept). Takes
@@ -65,5 +69,13 @@ void exec_task_resume(exec_task_t *t);
 /* Writes to a running command's stdin (attach_stdin without has_input). */
 int exec_task_write(exec_task_t *t, const uint8_t *data, size_t len);
 void exec_task_end_stdin(exec_task_t *t);
+/* Input bytes written and not yet on the socket (hijack_queued): what a writer bounds. */
+size_t exec_task_queued(const exec_task_t *t);
+/* The engine's id of the exec, once created (on_started), else NULL. */
+const char *exec_task_exec_id(const exec_task_t *t);
+/* The value of EXEC_MARKER_ENV every process of the command carries (kill_tree), else "". */
+const char *exec_task_marker(const exec_task_t *t);
+/* Whether the task's connection keeps Node's loop alive (default yes): hijack_set_ref. */
+void exec_task_set_ref(exec_task_t *t, int ref);
 
 #endif

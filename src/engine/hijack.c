@@ -54,6 +54,7 @@ struct hijack {
   int reading;
   int unref; /* the handle does not keep the loop alive (hijack_set_ref) */
   int reset; /* the stream ended with a reset rather than an end of file */
+  int tty;   /* a Tty exec: raw stream (hijack_start) */
   ssh_conn_t *ssh;          /* ssh:// endpoints: the connection's process (a reference) */
   ssh_exit_waiter_t ssh_wait; /* a failure waits for it to end, to say why (its stderr) */
   int ssh_waiting;
@@ -535,7 +536,7 @@ static int connect_now(hijack_t *h, err_t *err) {
   /* The request, now that the API version is known. */
   buf_t r;
   buf_init(&r, 0);
-  const char *body = "{\"Detach\":false,\"Tty\":false}";
+  const char *body = h->tty ? "{\"Detach\":false,\"Tty\":true}" : "{\"Detach\":false,\"Tty\":false}";
   int rc = buf_printf(&r,
                       "POST /v%s/exec/%s/start HTTP/1.1\r\nHost: %s\r\nUser-Agent: anvia-sandbox\r\n"
                       "Content-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
@@ -618,7 +619,8 @@ static void on_engine_ready(engine_waiter_t *w, const err_t *err) {
   err_clear(&e);
 }
 
-hijack_t *hijack_start(engine_t *eng, const char *exec_id, const hijack_callbacks_t *cbs, void *ud, err_t *err) {
+hijack_t *hijack_start(engine_t *eng, const char *exec_id, int tty, const hijack_callbacks_t *cbs, void *ud,
+                       err_t *err) {
   hijack_t *h = calloc(1, sizeof(*h));
   if (h == NULL) {
     err_oom(err);
@@ -637,6 +639,8 @@ hijack_t *hijack_start(engine_t *eng, const char *exec_id, const hijack_callback
   h->ud = ud;
   h->queue_tail = &h->queue;
   exec_reply_init(&h->reply);
+  h->tty = tty != 0;
+  if (h->tty) exec_reply_set_raw(&h->reply);
   /* Until the version is known, `request` holds the escaped exec id. */
   h->request = url_escape(exec_id);
   if (h->request == NULL) {

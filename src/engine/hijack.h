@@ -36,8 +36,11 @@ typedef struct hijack_callbacks {
   void (*on_written)(void *ud);
 } hijack_callbacks_t;
 
-/* Connects and starts the exec. Returns NULL with err set when it cannot even start. */
-hijack_t *hijack_start(engine_t *eng, const char *exec_id, const hijack_callbacks_t *cbs, void *ud, err_t *err);
+/* Connects and starts the exec. Returns NULL with err set when it cannot even start.
+ * `tty`: the exec was created with "Tty": true; the start says so too and the stream is
+ * raw (every byte is output of stream 1, codec/execreply.h exec_reply_set_raw). */
+hijack_t *hijack_start(engine_t *eng, const char *exec_id, int tty, const hijack_callbacks_t *cbs, void *ud,
+                       err_t *err);
 void hijack_pause(hijack_t *h);
 void hijack_resume(hijack_t *h);
 /* Queues stdin bytes (copied); they are written once the stream is open, in order. */
