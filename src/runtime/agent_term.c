@@ -46,22 +46,17 @@
 #include "runtime/agent_op.h"
 #include "runtime/exec_op.h"
 #include "runtime/proc_registry.h"
-#include "runtime/sh/term_shell_sh.h"
+#include "runtime/engine_term.h"
+#include "runtime/term_req.h"
 
 /* Credit on the output stream: what the agent may send ahead of JavaScript. */
 #define TERM_WINDOW (256u * 1024u)
-#define TERM_DEFAULT_COLS 80
-#define TERM_DEFAULT_ROWS 24
-#define TERM_DEFAULT_SCROLLBACK (1024u * 1024u)
 /* Terminals one handle remembers (each counts against maxProcesses until it ended). */
 #define TERM_REGISTRY_MAX 4096u
 
 static const char NEEDS_AGENT[] =
-    "Sandbox terminals need the sandbox agent, which %s (the engine path has no terminals yet).";
+    "Sandbox terminals need the sandbox agent, which %s.";
 
-typedef enum { TA_START, TA_ATTACH, TA_WRITE, TA_OUTPUT, TA_WAIT, TA_RESIZE, TA_SIGNAL, TA_LIST } term_action_t;
-
-static const char *const ACTIONS[] = {"start", "attach", "write", "output", "wait", "resize", "signal", "list"};
 
 /* ---- the registry: the terminals this handle started, for maxProcesses ---- */
 
@@ -140,15 +135,7 @@ static const char *registry_next_unknown(sandbox_t *sb, size_t *at) {
 
 typedef struct agent_term_op {
   agent_op_t base;
-  term_action_t action;
-  char id[AW_MAX_TERM_ID + 1];
-  exec_spec_t spec;   /* start: the program */
-  uint16_t cols, rows; /* start, resize */
-  uint32_t scrollback; /* start */
-  uint64_t since;      /* output */
-  uint8_t *input;      /* write */
-  size_t input_len;
-  int signal; /* signal */
+  term_req_t r; /* the call, read once (term_req.h) */
   /* start at the limit: the registry entry being asked about (TERM_ATTACH) */
   int checking;
   size_t check_at;
@@ -178,24 +165,24 @@ static void lied(agent_term_op_t *op, agent_req_t *req, const char *what) {
 static void term_error(agent_term_op_t *op, const aw_error_t *e) {
   err_t err = ERR_INIT;
   op->base.req = NULL;
-  if (e->kind == AW_E_NOT_FOUND && op->action != TA_START) {
-    registry_ended(op->base.op.sb, op->id);
-    err_sandbox(&err, CODE_PROCESS, "Unknown sandbox terminal: %s", op->id);
+  if (e->kind == AW_E_NOT_FOUND && op->r.action != TA_START) {
+    registry_ended(op->base.op.sb, op->r.id);
+    err_sandbox(&err, CODE_PROCESS, "Unknown sandbox terminal: %s", op->r.id);
   } else if (e->kind == AW_E_SPAWN) {
     char why[128];
     snprintf(why, sizeof(why), "%s", strerror(e->err ? e->err : EIO));
     if (e->stage == AW_STAGE_CWD)
-      err_sandbox(&err, CODE_PROCESS, "Sandbox terminal cannot start in %s: %s", op->spec.workdir, why);
+      err_sandbox(&err, CODE_PROCESS, "Sandbox terminal cannot start in %s: %s", op->r.spec.workdir, why);
     else
       err_sandbox(&err, CODE_PROCESS, "Sandbox terminal command cannot start: %s: %s",
-                  op->spec.argc ? op->spec.argv[0] : "", why);
+                  op->r.spec.argc ? op->r.spec.argv[0] : "", why);
   } else if (e->kind == AW_E_UNSUPPORTED) {
     err_sandbox(&err, CODE_INVALID_STATE, NEEDS_AGENT, "cannot hold terminals in this sandbox");
   } else {
-    err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Unable to use sandbox terminal: %s (%s)", op->id,
+    err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Unable to use sandbox terminal: %s (%s)", op->r.id,
                 aw_error_name(e->kind));
   }
-  err_set_details(&err, json_pack("{s:s, s:s, s:i, s:s%}", "agentError", aw_error_name(e->kind), "terminal", op->id,
+  err_set_details(&err, json_pack("{s:s, s:s, s:i, s:s%}", "agentError", aw_error_name(e->kind), "terminal", op->r.id,
                                   "errno", (int)e->err, "detail", e->detail.p ? (const char *)e->detail.p : "",
                                   (size_t)e->detail.len));
   agent_op_fail(&op->base, &err);
@@ -223,7 +210,7 @@ static int take_record(agent_term_op_t *op, const uint8_t *p, size_t len) {
 
 static void on_result(agent_term_op_t *op, agent_req_t *req, const agent_event_t *ev) {
   sandbox_t *sb = op->base.op.sb;
-  if (op->action == TA_LIST) {
+  if (op->r.action == TA_LIST) {
     aw_list_t it = ev->res.term_list.ids;
     size_t n = it.count;
     op->ids = calloc(n ? n : 1, sizeof(char *));
@@ -239,7 +226,7 @@ static void on_result(agent_term_op_t *op, agent_req_t *req, const agent_event_t
     op_settle(&op->base.op, &err);
     return;
   }
-  if (op->action == TA_SIGNAL) {
+  if (op->r.action == TA_SIGNAL) {
     op->delivered = ev->res.signal.delivered;
     op->base.req = NULL;
     op_settle(&op->base.op, NULL);
@@ -247,11 +234,11 @@ static void on_result(agent_term_op_t *op, agent_req_t *req, const agent_event_t
   }
   op->res = ev->res.term;
   /* STARTED comes first for OPEN and ATTACH; RESIZE has none. */
-  if (op->action != TA_RESIZE && !op->started) {
+  if (op->r.action != TA_RESIZE && !op->started) {
     lied(op, req, "a terminal result before its STARTED");
     return;
   }
-  if (op->action == TA_OUTPUT && op->have_next && op->res.head != op->next) {
+  if (op->r.action == TA_OUTPUT && op->have_next && op->res.head != op->next) {
     lied(op, req, "a terminal result whose head is not where its output ended");
     return;
   }
@@ -267,10 +254,10 @@ static void on_result(agent_term_op_t *op, agent_req_t *req, const agent_event_t
     open_or_check(op, agent_op_conn(sb));
     return;
   }
-  if (op->res.flags & AW_TERMF_ENDED) registry_ended(sb, op->id);
+  if (op->res.flags & AW_TERMF_ENDED) registry_ended(sb, op->r.id);
   op->base.req = NULL;
   err_t err = ERR_INIT;
-  if (op->action == TA_START && registry_add(sb, op->id) != 0) {
+  if (op->r.action == TA_START && registry_add(sb, op->r.id) != 0) {
     /* The terminal runs; this handle cannot count it. Said rather than hidden. */
     err_oom(&err);
   }
@@ -290,7 +277,7 @@ static void term_event(agent_req_t *req, const agent_event_t *ev, void *ud) {
       op->pid = ev->started.pid;
       return;
     case AE_DATA:
-      if (op->action != TA_OUTPUT || op->checking || ev->stream != AW_S_OUT || !op->started ||
+      if (op->r.action != TA_OUTPUT || op->checking || ev->stream != AW_S_OUT || !op->started ||
           take_record(op, ev->data, ev->len) != 0) {
         lied(op, req, "terminal output that does not follow the output before it");
         return;
@@ -334,17 +321,17 @@ static void attach_msg(agent_msg_t *m, const char *id, uint32_t flags, uint32_t 
 static void send_open(agent_term_op_t *op, agent_conn_t *c) {
   err_t err = ERR_INIT;
   agent_exec_msg_t x;
-  if (agent_exec_msg_init(&x, &op->spec, 0, 0) != 0) {
+  if (agent_exec_msg_init(&x, &op->r.spec, 0, 0) != 0) {
     err_oom(&err);
     agent_op_fail(&op->base, &err);
     return;
   }
   agent_msg_t m = {.type = AW_T_TERM_OPEN};
   aw_term_open_enc_t *t = &m.u.term_open;
-  t->cols = op->cols;
-  t->rows = op->rows;
-  t->scrollback = op->scrollback;
-  t->term_id = bytes_of(op->id);
+  t->cols = op->r.cols;
+  t->rows = op->r.rows;
+  t->scrollback = op->r.scrollback;
+  t->term_id = bytes_of(op->r.id);
   t->cwd = x.msg.u.exec.cwd;
   t->argv = x.msg.u.exec.argv;
   t->argv_count = x.msg.u.exec.argv_count;
@@ -358,7 +345,7 @@ static void send_open(agent_term_op_t *op, agent_conn_t *c) {
  * asked first; when none is left to ask, the limit's error. */
 static void open_or_check(agent_term_op_t *op, agent_conn_t *c) {
   sandbox_t *sb = op->base.op.sb;
-  size_t used = proc_registry_of(sb)->count + agent_term_live(sb);
+  size_t used = proc_registry_of(sb)->count + agent_term_live(sb) + engine_term_live(sb);
   if ((int64_t)used < sb->runtime.max_processes) {
     send_open(op, c);
     return;
@@ -383,34 +370,34 @@ static void open_or_check(agent_term_op_t *op, agent_conn_t *c) {
 static void term_run(agent_op_t *base, agent_conn_t *c) {
   agent_term_op_t *op = (agent_term_op_t *)base;
   agent_msg_t m;
-  switch (op->action) {
+  switch (op->r.action) {
     case TA_START:
       open_or_check(op, c);
       return;
-    case TA_ATTACH: attach_msg(&m, op->id, 0, 0, 0); break;
-    case TA_OUTPUT: attach_msg(&m, op->id, AW_TERM_OUTPUT, TERM_WINDOW, op->since); break;
-    case TA_WAIT: attach_msg(&m, op->id, AW_TERM_WAIT, 0, 0); break;
-    case TA_WRITE: attach_msg(&m, op->id, AW_TERM_INPUT, 0, 0); break;
+    case TA_ATTACH: attach_msg(&m, op->r.id, 0, 0, 0); break;
+    case TA_OUTPUT: attach_msg(&m, op->r.id, AW_TERM_OUTPUT, TERM_WINDOW, op->r.since); break;
+    case TA_WAIT: attach_msg(&m, op->r.id, AW_TERM_WAIT, 0, 0); break;
+    case TA_WRITE: attach_msg(&m, op->r.id, AW_TERM_INPUT, 0, 0); break;
     case TA_RESIZE:
       memset(&m, 0, sizeof(m));
       m.type = AW_T_TERM_RESIZE;
-      m.u.term_resize.cols = op->cols;
-      m.u.term_resize.rows = op->rows;
-      m.u.term_resize.term_id = bytes_of(op->id);
+      m.u.term_resize.cols = op->r.cols;
+      m.u.term_resize.rows = op->r.rows;
+      m.u.term_resize.term_id = bytes_of(op->r.id);
       break;
     case TA_SIGNAL:
       memset(&m, 0, sizeof(m));
       m.type = AW_T_TERM_SIGNAL;
-      m.u.term_signal.signal = (uint8_t)op->signal;
-      m.u.term_signal.term_id = bytes_of(op->id);
+      m.u.term_signal.signal = (uint8_t)op->r.signal;
+      m.u.term_signal.term_id = bytes_of(op->r.id);
       break;
     default:
       memset(&m, 0, sizeof(m));
       m.type = AW_T_TERM_LIST;
       break;
   }
-  if (agent_op_send(base, c, &m, term_event) != 0 || op->action != TA_WRITE) return;
-  if (agent_req_write(base->req, op->input, op->input_len, 1) != 0) {
+  if (agent_op_send(base, c, &m, term_event) != 0 || op->r.action != TA_WRITE) return;
+  if (agent_req_write(base->req, op->r.input, op->r.input_len, 1) != 0) {
     err_t err = ERR_INIT;
     agent_req_cancel(base->req);
     base->req = NULL;
@@ -418,36 +405,36 @@ static void term_run(agent_op_t *base, agent_conn_t *c) {
     agent_op_fail(base, &err);
     return;
   }
-  free(op->input);
-  op->input = NULL;
+  free(op->r.input);
+  op->r.input = NULL;
 }
 
-/* The agent cannot run here: there is nothing to fall back on. */
+/* The agent cannot run here ("auto"): the engine path's terminals (engine_term.c) take
+ * the same request. */
 static op_t *term_fallback(agent_op_t *base, err_t *err) {
-  (void)base;
-  err_sandbox(err, CODE_INVALID_STATE, NEEDS_AGENT, "cannot run in this sandbox");
-  return NULL;
+  agent_term_op_t *op = (agent_term_op_t *)base;
+  op_t *child = engine_term_op(base->op.js, base->op.sb, &op->r);
+  if (child == NULL) err_oom(err);
+  return child;
 }
 
-
-static const char *signal_name(int sig);
 
 static napi_value term_value(op_t *o) {
   agent_term_op_t *op = (agent_term_op_t *)o;
   napi_env env = o->js->env;
   napi_value v;
-  switch (op->action) {
+  switch (op->r.action) {
     case TA_START:
     case TA_ATTACH:
       napi_create_object(env, &v);
-      napi_set_named_property(env, v, "id", nu_string(env, op->id));
+      napi_set_named_property(env, v, "id", nu_string(env, op->r.id));
       napi_set_named_property(env, v, "pid", nu_number(env, op->pid));
       return v;
     case TA_WAIT: {
       int by_signal = op->res.how == AW_EXIT_SIGNAL;
       napi_create_object(env, &v);
       napi_set_named_property(env, v, "exitCode", nu_number(env, op->res.code));
-      napi_set_named_property(env, v, "signal", by_signal ? nu_string(env, signal_name(op->res.signal)) : nu_null(env));
+      napi_set_named_property(env, v, "signal", by_signal ? nu_string(env, term_req_signal_name(op->res.signal)) : nu_null(env));
       return v;
     }
     case TA_RESIZE:
@@ -476,8 +463,7 @@ static napi_value term_value(op_t *o) {
 static void term_destroy(op_t *o) {
   agent_term_op_t *op = (agent_term_op_t *)o;
   agent_op_destroy(&op->base);
-  exec_spec_free(&op->spec);
-  free(op->input);
+  term_req_free(&op->r);
   for (size_t i = 0; i < op->nids; i++) free(op->ids[i]);
   free(op->ids);
 }
@@ -489,196 +475,14 @@ static const agent_op_kind_t term_kind = {
     .fallback = term_fallback,
 };
 
-/* ---- the requests, checked before any I/O ---- */
-
-static const struct {
-  const char *name;
-  int sig;
-} SIGNALS[] = {
-    {"SIGHUP", SIGHUP},   {"SIGINT", SIGINT},   {"SIGQUIT", SIGQUIT}, {"SIGKILL", SIGKILL}, {"SIGUSR1", SIGUSR1},
-    {"SIGUSR2", SIGUSR2}, {"SIGTERM", SIGTERM}, {"SIGCONT", SIGCONT}, {"SIGSTOP", SIGSTOP}, {"SIGTSTP", SIGTSTP},
-    {"SIGWINCH", SIGWINCH},
-};
-
-static const char *signal_name(int sig) {
-  for (size_t i = 0; i < sizeof(SIGNALS) / sizeof(SIGNALS[0]); i++)
-    if (SIGNALS[i].sig == sig) return SIGNALS[i].name;
-  static char other[16];
-  snprintf(other, sizeof(other), "SIG%d", sig); /* the JavaScript thread only */
-  return other;
-}
-
-/* signal: a name of SIGNALS or a number 1..64; undefined: SIGKILL. */
-static int parse_signal(napi_env env, napi_value v, int *out, err_t *err) {
-  *out = SIGKILL;
-  if (nu_is_undefined(env, v)) return 0;
-  int64_t n = 0;
-  if (nu_typeof(env, v) == napi_number && nu_safe_integer(env, v, &n) && n >= 1 && n <= 64) {
-    *out = (int)n;
-    return 0;
-  }
-  if (nu_typeof(env, v) == napi_string) {
-    char name[16];
-    size_t len = 0;
-    napi_get_value_string_utf8(env, v, name, sizeof(name), &len);
-    for (size_t i = 0; i < sizeof(SIGNALS) / sizeof(SIGNALS[0]); i++)
-      if (strcmp(SIGNALS[i].name, name) == 0) {
-        *out = SIGNALS[i].sig;
-        return 0;
-      }
-  }
-  return err_type(err, "signal must be a signal name (SIGINT, SIGTERM, SIGKILL, ...) or a number from 1 to 64.");
-}
-
-/* A dimension: undefined is `def`; else an integer 1..4096. */
-static int parse_dim(napi_env env, napi_value v, const char *name, uint16_t def, uint16_t *out, err_t *err) {
-  *out = def;
-  if (nu_is_undefined(env, v)) return 0;
-  int64_t n = 0;
-  if (nu_typeof(env, v) != napi_number || !nu_safe_integer(env, v, &n) || n < 1 || n > AW_MAX_TERM_DIM)
-    return err_type(err, "%s must be an integer from 1 to %u.", name, AW_MAX_TERM_DIM);
-  *out = (uint16_t)n;
-  return 0;
-}
-
-/* id: a string the agent would take as a terminal's id. */
-static int parse_id(napi_env env, napi_value options, char out[AW_MAX_TERM_ID + 1], err_t *err) {
-  napi_value v = nu_get(env, options, "id");
-  size_t len = 0;
-  if (nu_typeof(env, v) != napi_string || napi_get_value_string_utf8(env, v, out, AW_MAX_TERM_ID + 1, &len) != napi_ok)
-    return err_type(err, "id must be a terminal id string.");
-  size_t full = 0;
-  napi_get_value_string_utf8(env, v, NULL, 0, &full);
-  if (full != len || !aw_term_id_ok((const uint8_t *)out, len))
-    return err_type(err, "id must be a terminal id: 1 to %u characters of A-Z, a-z, 0-9, '.', '_', '-', not starting with '.'.",
-                    AW_MAX_TERM_ID);
-  return 0;
-}
-
-/* start: the program (command, args, cwd, env as exec's, without input or timeout; no
- * command is the default shell), the size and the scrollback. */
-static int parse_start(napi_env env, napi_value options, agent_term_op_t *op, err_t *err) {
-  sandbox_t *sb = op->base.op.sb;
-  napi_value command = nu_get(env, options, "command");
-  napi_value spec_opts;
-  napi_create_object(env, &spec_opts);
-  if (nu_is_undefined(env, command)) {
-    if (!nu_is_undefined(env, nu_get(env, options, "args"))) return err_type(err, "args needs a command.");
-    napi_value args;
-    napi_create_array_with_length(env, 3, &args);
-    napi_set_element(env, args, 0, nu_string(env, "-c"));
-    napi_set_element(env, args, 1, nu_string(env, TERM_SHELL_SH));
-    napi_set_element(env, args, 2, nu_string(env, "anvia-terminal"));
-    napi_set_named_property(env, spec_opts, "command", nu_string(env, "/bin/sh"));
-    napi_set_named_property(env, spec_opts, "args", args);
-  } else {
-    napi_set_named_property(env, spec_opts, "command", command);
-    napi_set_named_property(env, spec_opts, "args", nu_get(env, options, "args"));
-  }
-  napi_set_named_property(env, spec_opts, "cwd", nu_get(env, options, "cwd"));
-  napi_set_named_property(env, spec_opts, "env", nu_get(env, options, "env"));
-  napi_value late = NULL;
-  if (exec_spec_from_js(env, spec_opts, sb, &op->spec, &late, err) != 0) return -1;
-  if (late != NULL) { /* a NUL: the agent refuses what the engine's CLI refused */
-    exec_spec_free(&op->spec);
-    return err_type(err, "command, args and env must not contain NUL characters.");
-  }
-  if (parse_dim(env, nu_get(env, options, "cols"), "cols", TERM_DEFAULT_COLS, &op->cols, err) ||
-      parse_dim(env, nu_get(env, options, "rows"), "rows", TERM_DEFAULT_ROWS, &op->rows, err))
-    return -1;
-  napi_value sb_v = nu_get(env, options, "scrollbackBytes");
-  int64_t n = TERM_DEFAULT_SCROLLBACK;
-  if (!nu_is_undefined(env, sb_v) &&
-      (nu_typeof(env, sb_v) != napi_number || !nu_safe_integer(env, sb_v, &n) || n < AW_MIN_SCROLLBACK ||
-       n > AW_MAX_SCROLLBACK))
-    return err_type(err, "scrollbackBytes must be an integer from %u to %u.", AW_MIN_SCROLLBACK, AW_MAX_SCROLLBACK);
-  op->scrollback = (uint32_t)n;
-  char uuid[37];
-  if (uuid_v4(uuid) != 0) return err_sandbox(err, CODE_DOCKER_COMMAND_FAILED, "No randomness for a terminal id.");
-  snprintf(op->id, sizeof(op->id), "%s", uuid);
-  return 0;
-}
-
-static int parse_action(napi_env env, napi_value v, term_action_t *out, err_t *err) {
-  char name[16] = "";
-  size_t len = 0;
-  if (nu_typeof(env, v) == napi_string) napi_get_value_string_utf8(env, v, name, sizeof(name), &len);
-  for (size_t i = 0; i < sizeof(ACTIONS) / sizeof(ACTIONS[0]); i++)
-    if (strcmp(ACTIONS[i], name) == 0) {
-      *out = (term_action_t)i;
-      return 0;
-    }
-  return err_type(err, "Unknown terminal action.");
-}
-
-static int parse(napi_env env, napi_value options, agent_term_op_t *op, err_t *err) {
-  if (!nu_is_record(env, options)) return err_type(err, "options must be an object.");
-  switch (op->action) {
-    case TA_START: return parse_start(env, options, op, err);
-    case TA_LIST: return 0;
-    default: break;
-  }
-  if (parse_id(env, options, op->id, err)) return -1;
-  switch (op->action) {
-    case TA_WRITE: {
-      napi_value data = nu_get(env, options, "data");
-      uint8_t *p = NULL;
-      size_t len = 0;
-      if (nu_typeof(env, data) == napi_string) {
-        char *s = nu_strdup_len(env, data, &len);
-        if (s == NULL) return err_oom(err);
-        op->input = (uint8_t *)s;
-      } else if (nu_uint8array_view(env, data, &p, &len)) {
-        op->input = malloc(len ? len : 1);
-        if (op->input == NULL) return err_oom(err);
-        if (len) memcpy(op->input, p, len);
-      } else {
-        return err_type(err, "data must be a string or Uint8Array.");
-      }
-      op->input_len = len;
-      return 0;
-    }
-    case TA_OUTPUT: {
-      napi_value v = nu_get(env, options, "since");
-      int64_t n = 0;
-      if (!nu_is_undefined(env, v) && (nu_typeof(env, v) != napi_number || !nu_safe_integer(env, v, &n) || n < 0))
-        return err_type(err, "since must be a non-negative safe integer.");
-      op->since = (uint64_t)n;
-      return 0;
-    }
-    case TA_RESIZE:
-      if (nu_is_undefined(env, nu_get(env, options, "cols")) || nu_is_undefined(env, nu_get(env, options, "rows")))
-        return err_type(err, "resize needs cols and rows.");
-      return parse_dim(env, nu_get(env, options, "cols"), "cols", 0, &op->cols, err) ||
-                     parse_dim(env, nu_get(env, options, "rows"), "rows", 0, &op->rows, err)
-                 ? -1
-                 : 0;
-    case TA_SIGNAL: return parse_signal(env, nu_get(env, options, "signal"), &op->signal, err);
-    default: return 0;
-  }
-}
-
 napi_value agent_term_prepare(napi_env env, sandbox_t *sb, napi_value *argv) {
   jsenv_t *js = jsenv_get(env);
   err_t err = ERR_INIT;
   term_action_t action = TA_LIST;
-  if (parse_action(env, argv[2], &action, &err) != 0) return convert_throw_err(js, &err);
+  if (term_req_action(env, argv[2], &action, &err) != 0) return convert_throw_err(js, &err);
   agent_term_op_t *op = agent_op_prepare(env, &term_kind, sizeof(*op), sb);
   if (op == NULL) return NULL;
-  op->action = action;
-  if (parse(env, argv[1], op, &err) != 0) {
-    napi_value token = op_prepared(&op->base.op, &err);
-    return token;
-  }
+  op->r.action = action;
+  if (term_req_parse(env, argv[1], sb, &op->r, &err) != 0) return op_prepared(&op->base.op, &err);
   return op_prepared(&op->base.op, NULL);
-}
-
-napi_value agent_term_engine_prepare(napi_env env, sandbox_t *sb, napi_value *argv) {
-  jsenv_t *js = jsenv_get(env);
-  err_t err = ERR_INIT;
-  (void)argv;
-  err_sandbox(&err, CODE_INVALID_STATE, NEEDS_AGENT,
-              sb->transport == TRANSPORT_ENGINE ? "this sandbox does not use (transport \"engine\")"
-                                                : "cannot run in this sandbox");
-  return convert_throw_err(js, &err);
 }

@@ -4,12 +4,12 @@
  */
 #include "runtime/table.h"
 
-#include "runtime/agent_term.h"
 #include "runtime/agent_watch.h"
 #include "runtime/exec_op.h"
 #include "runtime/engine_files.h"
 #include "runtime/listing.h"
 #include "runtime/engine_ports.h"
+#include "runtime/engine_term.h"
 #include "runtime/proc.h"
 #include "runtime/proc_registry.h"
 #include "runtime/tree_engine.h"
@@ -27,7 +27,7 @@ const runtime_ops_t engine_runtime_ops = {
     .process_logs = proc_logs,
     .wait_for_port = ports_prepare_wait,
     .watch_files = agent_watch_engine_prepare,
-    .terminal = agent_term_engine_prepare,
+    .terminal = engine_term_prepare,
     .tree_import = &tree_engine_import_backend,
     .tree_export = &tree_engine_export_backend,
     .procs = &proc_engine_carrier,

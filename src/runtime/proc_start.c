@@ -23,6 +23,7 @@
 #include "napi/checks.h"
 #include "napi/values.h"
 #include "runtime/agent_term.h"
+#include "runtime/engine_term.h"
 #include "runtime/proc_registry.h"
 #include "runtime/sh/launcher_sh.h"
 #include "runtime/sh/wrapper_sh.h"
@@ -160,8 +161,9 @@ static void launch(start_op_t *op) {
   sandbox_t *sb = op->op.sb;
   proc_registry_t *pm = proc_registry_of(sb);
   err_t err = ERR_INIT;
-  /* Terminals this handle started count too (agent_term.h). */
-  size_t used = pm->count + agent_term_live(sb);
+  /* Terminals count too: those this handle started through the agent (agent_term.h) and
+   * this process's live engine-path terminals of the container (engine_term.h). */
+  size_t used = pm->count + agent_term_live(sb) + engine_term_live(sb);
   if ((int64_t)used >= sb->runtime.max_processes) {
     char msg[128];
     snprintf(msg, sizeof(msg), "Sandbox process limit reached (%zu >= %lld).", used,
