@@ -235,27 +235,38 @@ static void on_term_done(void *ud, exec_result_t *result, err_t *err) {
   t->exit_code = result != NULL ? result->exit_code : -1;
   exec_result_free(result);
   if (err != NULL && err_is_set(err)) err_copy(&t->end_err, err);
+  /* First every op is placed: outputs and waits leave the terminal (each held, as
+   * settling one runs JavaScript, which may cancel another), the rest stay linked. */
+  size_t count = 0;
+  for (eterm_op_t *o = t->ops; o != NULL; o = o->next_op) count++;
+  eterm_op_t **done = count ? malloc(count * sizeof(*done)) : NULL;
+  size_t k = 0;
   eterm_op_t *pending = t->ops;
   t->ops = NULL;
   io_t *io = t->io;
+  eterm_op_t *start = NULL;
   while (pending != NULL) {
     eterm_op_t *op = pending;
     pending = op->next_op;
     op->prev_op = op->next_op = NULL;
-    if (op->r.action == TA_OUTPUT || op->r.action == TA_WAIT) {
-      op->term = NULL;
+    op->term = NULL;
+    int ends = op->r.action == TA_WAIT || (op->r.action == TA_OUTPUT && op->timer == NULL);
+    if (ends && done != NULL) {
       op->exit_code = t->exit_code;
       op->signal_name_sig = t->signalled && t->exit_code == 128 + t->signalled ? t->signalled : 0;
-      if (op->r.action == TA_OUTPUT && op->timer != NULL) { /* the replay is due: it settles */
-        link_op(t, op);
-        continue;
-      }
-      op_settle(&op->op, NULL);
-    } else {
-      link_op(t, op); /* start, resize, signal: they end on their own */
-      if (op->r.action == TA_START && op->task == NULL && op->req == NULL) start_finish(op);
+      op_hold(&op->op);
+      done[k++] = op;
+      continue;
     }
+    link_op(t, op); /* start, resize, signal and a replay due: they end on their own */
+    if (op->r.action == TA_START && op->task == NULL && op->req == NULL) start = op;
   }
+  for (size_t i = 0; i < k; i++) {
+    if (!done[i]->op.settled && !done[i]->op.cancelled) op_settle(&done[i]->op, NULL);
+    op_unhold(&done[i]->op);
+  }
+  free(done);
+  if (start != NULL && start->term == t) start_finish(start); /* may free t */
   prune(io);
 }
 

@@ -1,8 +1,8 @@
 // Terminals on a real engine (src/runtime/agent_term.c, src/agent/term.c, keeper.c):
 // a shell session, the size and SIGWINCH, ^C, 64 MiB through a slow output() consumer
 // intact, reattach from another Node process, kill of a program that ignores SIGHUP,
-// 16 at once against maxProcesses, a busybox-only image and a non-root user. On the
-// engine path (ANVIA_SANDBOX_TRANSPORT=engine), the clear refusal.
+// 16 at once against maxProcesses, a busybox-only image and a non-root user. Then the
+// same calls on the engine path (a client with transport "engine").
 //
 // Nothing here waits on a timer: each step waits for the output that says it happened,
 // matched so that the echo of the typed input cannot match it, and whatever the shell
@@ -246,13 +246,187 @@ describe("terminals through the agent", { skip: enginePath && "the engine path r
   });
 });
 
-describe("terminals on the engine path", { skip: !enginePath && "through the agent above" }, () => {
-  test("a clear invalid_state refusal", async () => {
-    const sandbox = await make();
-    await assert.rejects(sandbox.runtime.startTerminal(), (error) => {
-      assert.equal(error.code, "invalid_state");
-      assert.match(error.message, /Sandbox terminals need the sandbox agent/);
+// The engine path (src/runtime/engine_term.c): a Tty exec held by this process. The same
+// calls and result shapes; a terminal ends with this Node process (no reattach from
+// another), so a second handle here attaches instead.
+const engineClient = new DockerSandboxClient({ transport: "engine" });
+
+async function makeEngine(extra = {}) {
+  const sandbox = await engineClient.createSandbox(baseOptions(extra));
+  sandboxes.push(sandbox);
+  return sandbox;
+}
+
+describe("terminals on the engine path", { timeout: 240000 }, () => {
+  test("a shell session: prompt, echo, the exit code", async () => {
+    const sandbox = await makeEngine();
+    const terminal = await sandbox.runtime.startTerminal();
+    assert.match(terminal.id, /^[A-Za-z0-9._-]{1,64}$/);
+    assert.ok(Number.isInteger(terminal.pid) && terminal.pid > 1, `pid ${terminal.pid}`);
+    const out = follow(terminal);
+    await terminal.write("echo hi-$((40 + 2)); echo \"TERM=$TERM\"; tty; echo pid-$$\n");
+    await out.until(/hi-42/);
+    await out.until(/TERM=xterm-256color/);
+    await out.until(/\/dev\/pts\/\d+/);
+    await out.until(/pid-\d+\r?\n/);
+    assert.equal(Number(/pid-(\d+)\r?\n/.exec(out.text)[1]), terminal.pid, "the pid is the shell's");
+    assert.ok((await sandbox.runtime.listTerminals()).some((t) => t.id === terminal.id));
+    await terminal.write("exit 3\n");
+    assert.deepEqual(await terminal.wait(), { exitCode: 3, signal: null });
+    await out.close();
+    assert.ok(!(await sandbox.runtime.listTerminals()).some((t) => t.id === terminal.id), "an ended one is not listed");
+    await assert.rejects(terminal.write("echo late\n"), /Sandbox terminal has ended/);
+  });
+
+  test("stty size before and after resize", async () => {
+    const sandbox = await makeEngine();
+    const terminal = await sandbox.runtime.startTerminal({ command: "sh", cols: 90, rows: 20 });
+    const out = follow(terminal);
+    await terminal.write("stty size\n");
+    await out.until(/20 90\r?\n/);
+    assert.deepEqual(await terminal.resize({ cols: 132, rows: 43 }), { cols: 132, rows: 43 });
+    await terminal.write("stty size\n");
+    await out.until(/43 132/);
+    await assert.rejects(terminal.resize({ cols: 0, rows: 10 }), TypeError);
+    await terminal.kill();
+    await out.close();
+  });
+
+  test("\\x03 interrupts the foreground job and the shell stays", async () => {
+    const sandbox = await makeEngine();
+    const terminal = await sandbox.runtime.startTerminal({ command: "sh" });
+    const out = follow(terminal);
+    await terminal.write("echo started; sleep 100\n");
+    await out.until(/started\r?\n/);
+    await terminal.write("\x03");
+    await terminal.write("echo alive-$?\n");
+    await out.until(/alive-130\r?\n/, "the shell, after the sleep ended by SIGINT");
+    await terminal.kill();
+    await out.close();
+  });
+
+  test("8 MiB through output() with a slow consumer: nothing lost, hash intact", async () => {
+    const sandbox = await makeEngine();
+    const size = 8 * 1024 * 1024;
+    const made = await sandbox.runtime.exec({
+      command: "sh",
+      args: ["-c", `head -c ${size} /dev/urandom > /tmp/blob && sha256sum /tmp/blob`],
+      timeoutMs: 120000,
+    });
+    const want = Buffer.from(made.stdout).toString().split(" ")[0];
+    // A 64 KiB ring: the bytes reach the consumer only because the program is held back.
+    const terminal = await sandbox.runtime.startTerminal({
+      command: "sh",
+      args: ["-c", "stty raw -echo; printf R; read -r go; exec cat /tmp/blob"],
+      scrollbackBytes: 64 * 1024,
+    });
+    const hash = createHash("sha256");
+    let total = 0;
+    let n = 0;
+    let ready;
+    const isReady = new Promise((resolve) => (ready = resolve));
+    const reading = (async () => {
+      for await (const { offset, data } of terminal.output()) {
+        assert.equal(offset, total, "contiguous offsets from 0");
+        let bytes = data;
+        if (total === 0) {
+          assert.equal(bytes[0], 0x52, "the program's R comes first");
+          bytes = bytes.subarray(1);
+          ready();
+        }
+        hash.update(bytes);
+        total += data.byteLength;
+        if (++n % 16 === 0) await new Promise((resolve) => setTimeout(resolve, 5)); // slow
+      }
+    })();
+    await isReady;
+    await terminal.write("go\n");
+    await reading;
+    assert.equal(total, size + 1);
+    assert.equal(hash.digest("hex"), want);
+    assert.deepEqual(await terminal.wait(), { exitCode: 0, signal: null });
+  });
+
+  test("attach replays to a new handle; resumeSandbox's restart ends the terminal", async () => {
+    const sandbox = await makeEngine();
+    const terminal = await sandbox.runtime.startTerminal({ command: "sh" });
+    const first = follow(terminal);
+    await terminal.write("echo marker-from-the-$(echo first)-handle\n");
+    await first.until(/marker-from-the-first-handle/);
+    await first.close();
+    const again = await sandbox.runtime.attachTerminal({ id: terminal.id });
+    assert.equal(again.id, terminal.id);
+    assert.equal(again.pid, terminal.pid);
+    const out = follow(again);
+    await out.until(/marker-from-the-first-handle/, "the replayed scrollback");
+    await again.write("echo second-$((6 * 7))\n");
+    await out.until(/second-42/);
+    await out.close();
+    // From an offset: the replay starts there.
+    const from = first.text.length;
+    const tail = again.output({ since: from })[Symbol.asyncIterator]();
+    assert.equal((await tail.next()).value.offset, from);
+    await tail.return();
+    // resumeSandbox stops a running container before it starts it again: the exec ends.
+    const waited = terminal.wait();
+    const other = await engineClient.resumeSandbox({ id: sandbox.id });
+    assert.equal(typeof (await waited).exitCode, "number");
+    assert.ok(!(await other.runtime.listTerminals()).some((t) => t.id === terminal.id));
+    await assert.rejects(again.write("echo late\n"), /Sandbox terminal has ended/);
+    await assert.rejects(other.runtime.attachTerminal({ id: "no-such-terminal" }), (error) => {
+      assert.ok(error instanceof DockerSandboxError);
+      assert.equal(error.code, "process");
+      assert.match(error.message, /Unknown sandbox terminal: no-such-terminal/);
       return true;
     });
+  });
+
+  test("kill ends a program that ignores SIGHUP, with its children", async () => {
+    const sandbox = await makeEngine();
+    const terminal = await sandbox.runtime.startTerminal({
+      command: "sh",
+      args: ["-c", "trap '' HUP; sleep 1000 & echo ready-$!; wait"],
+    });
+    const out = follow(terminal);
+    await out.until(/ready-\d+\r?\n/);
+    const sleeper = /ready-(\d+)/.exec(out.text)[1];
+    assert.deepEqual(await terminal.kill("SIGHUP"), { delivered: true });
+    assert.deepEqual(await terminal.kill(), { delivered: true });
+    assert.deepEqual(await terminal.wait(), { exitCode: 137, signal: "SIGKILL" });
+    const left = await sandbox.runtime.exec({ command: "sh", args: ["-c", `s=$(cut -d' ' -f3 /proc/${sleeper}/stat 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ]`] });
+    assert.notEqual(left.exitCode, 0, "the sleep went with it");
+    assert.deepEqual(await terminal.kill(), { delivered: false }, "nothing left to signal");
+    await assert.rejects(terminal.kill("SIGBOGUS"), TypeError);
+    await out.close();
+  });
+
+  test("maxProcesses counts the terminals", async () => {
+    const sandbox = await makeEngine({ runtime: { maxProcesses: 4 } });
+    const terminals = await Promise.all(
+      Array.from({ length: 4 }, (_, i) => sandbox.runtime.startTerminal({ command: "sh", env: { N: String(i) } })),
+    );
+    await assert.rejects(sandbox.runtime.startTerminal(), /Sandbox process limit reached \(4 >= 4\)/);
+    await assert.rejects(sandbox.runtime.startProcess({ command: "sleep", args: ["1"] }), /process limit reached/);
+    await Promise.all(
+      terminals.map(async (terminal, i) => {
+        const out = follow(terminal);
+        await terminal.write("echo n=$((N * 3))\n");
+        await out.until(new RegExp(`n=${i * 3}\\r?\\n`));
+        await out.close();
+      }),
+    );
+    await terminals[0].write("exit\n");
+    await terminals[0].wait();
+    const more = await sandbox.runtime.startTerminal({ command: "sh" });
+    await Promise.all([...terminals.slice(1), more].map((terminal) => terminal.kill()));
+  });
+
+  test("a program that cannot be found; bad arguments before any I/O", async () => {
+    const sandbox = await makeEngine();
+    const rt = sandbox.runtime;
+    await assert.rejects(rt.startTerminal({ command: "/no/such/program" }), /Sandbox terminal command cannot start/);
+    await assert.rejects(rt.startTerminal({ args: ["-c", "true"] }), /args needs a command/);
+    await assert.rejects(rt.startTerminal({ cols: 5000 }), /cols must be an integer from 1 to 4096/);
+    await assert.rejects(rt.attachTerminal({ id: "../etc" }), /id must be a terminal id/);
   });
 });
