@@ -32,8 +32,12 @@
  * starts at the oldest byte kept (its first OUT's offset says so).
  *
  * The end: once the program is reaped and the master reads end of file (every holder of
- * the terminal closed it), or KP_DRAIN_MS after the program was reaped (something it left
- * holds the terminal: that is killed), the terminal has ended. The keeper then stays while
+ * the terminal closed it), or the master has been quiet for KP_DRAIN_MS since (something
+ * the program left holds the terminal: that is killed), the terminal has ended. Quiet means
+ * read and found empty: time the master spends held for a consumer does not count, nor does
+ * a read that gave bytes, because a kernel may have taken more output than it holds back
+ * (gVisor's pty takes every write at once, so its program can exit, and be reaped, with
+ * megabytes of output still to read). The keeper then stays while
  * a client is connected and KP_LINGER_MS after the last one left, so another process can
  * still read the exit status and the scrollback; then it unlinks its name and exits.
  */
@@ -188,7 +192,8 @@ typedef struct keeper {
   const char *name; /* the socket's name in dir_fd */
   pid_t pid;
   int reaped, status, master_eof, ended;
-  int64_t reaped_ms, linger_until;
+  int64_t quiet_ms; /* after the reap: since when the master has had nothing for us */
+  int64_t linger_until;
   uint16_t cols, rows;
   uint8_t *ring;
   size_t cap;
@@ -435,6 +440,7 @@ static void master_read(keeper_t *k) {
       return;
     }
     k->head += (uint64_t)n;
+    if (k->reaped) k->quiet_ms = util_now_ms();
   }
 }
 
@@ -447,14 +453,15 @@ static void reap(keeper_t *k) {
     if (p == k->pid && !k->reaped) {
       k->reaped = 1;
       k->status = st;
-      k->reaped_ms = util_now_ms();
+      k->quiet_ms = util_now_ms();
     }
   }
 }
 
 static void check_end(keeper_t *k, int64_t now) {
   if (k->ended || !k->reaped) return;
-  if (!k->master_eof && now < k->reaped_ms + KP_DRAIN_MS) return;
+  if (!k->master_eof && held(k)) k->quiet_ms = now; /* waiting for a consumer is not quiet */
+  if (!k->master_eof && now < k->quiet_ms + KP_DRAIN_MS) return;
   /* Whatever the program left in its session goes with it. */
   ptree_signal(k->pid, SIGKILL, 1);
   k->ended = 1;
@@ -488,7 +495,7 @@ static void keeper_loop(keeper_t *k) {
                                  (c->out_len > c->out_pos ? POLLOUT : 0));
     }
     int64_t wait = -1;
-    if (k->reaped && !k->ended) wait = k->reaped_ms + KP_DRAIN_MS - now;
+    if (k->reaped && !k->ended) wait = k->quiet_ms + KP_DRAIN_MS - now;
     else if (k->ended && !any) wait = k->linger_until - now;
     if (wait < 0 && wait != -1) wait = 0;
     if (poll(pf, 3 + KP_MAX_CLIENTS, (int)wait) < 0 && errno != EINTR) return;
