@@ -55,6 +55,7 @@
 #include "napi/convert.h"
 #include "napi/values.h"
 #include "runtime/proc_registry.h"
+#include "runtime/sh/term_leash_sh.h"
 #include "runtime/sh/term_pid_sh.h"
 #include "runtime/sh/term_signal_sh.h"
 #include "runtime/sh/term_start_sh.h"
@@ -74,6 +75,7 @@ typedef struct eterm {
   char *container;
   char id[AW_MAX_TERM_ID + 1];
   exec_task_t *task; /* NULL once ended */
+  exec_task_t *leash; /* TERM_LEASH_SH: ends the program when this process's connection goes */
   char marker[37];
   char *exec_id; /* once started */
   uint8_t *ring;
@@ -126,6 +128,7 @@ static void term_free(eterm_t *t) {
   else if (terms == t) terms = t->next;
   if (t->next) t->next->prev = t->prev;
   for (eterm_op_t *o = t->ops; o != NULL; o = o->next_op) o->term = NULL;
+  if (t->leash) exec_task_cancel(t->leash); /* its connection closes: the leash kills */
   if (t->task) exec_task_cancel(t->task);
   err_clear(&t->end_err);
   free(t->exec_id);
@@ -232,6 +235,8 @@ static void on_term_done(void *ud, exec_result_t *result, err_t *err) {
   eterm_t *t = ud;
   t->task = NULL;
   t->ended = 1;
+  if (t->leash) exec_task_cancel(t->leash); /* nothing left to kill: it ends */
+  t->leash = NULL;
   t->exit_code = result != NULL ? result->exit_code : -1;
   exec_result_free(result);
   if (err != NULL && err_is_set(err)) err_copy(&t->end_err, err);
@@ -419,6 +424,34 @@ static int start_spec(eterm_op_t *op, exec_spec_t *spec) {
 
 static void teardown(jsenv_t *js);
 
+static void on_leash_done(void *ud, exec_result_t *result, err_t *err) {
+  eterm_t *t = ud;
+  (void)err;
+  t->leash = NULL;
+  exec_result_free(result);
+}
+
+/* The leash: stdin attached, no timeout, never holding the loop; its own marker, not the
+ * terminal's (so the kill it runs does not end it first). 0, or -1 with err set. */
+static int leash_start(eterm_t *t, sandbox_t *sb, err_t *err) {
+  exec_spec_t k;
+  memset(&k, 0, sizeof(k));
+  const char *argv[] = {"sh", "-c", TERM_LEASH_SH, "anvia-term-leash", t->marker, EXEC_KILL_SH};
+  k.workdir = strdup("/");
+  k.attach_stdin = 1;
+  k.max_output = 256;
+  if (k.workdir == NULL || exec_spec_set_argv(&k, argv, 6) != 0) {
+    exec_spec_free(&k);
+    return err_oom(err);
+  }
+  exec_callbacks_t cbs = {.on_done = on_leash_done};
+  t->leash = exec_task_start(sb->eng, sb->container_name, &k, &cbs, t, err);
+  exec_spec_free(&k);
+  if (t->leash == NULL) return -1;
+  exec_task_set_ref(t->leash, 0);
+  return 0;
+}
+
 static void do_start(eterm_op_t *op) {
   op_t *o = &op->op;
   sandbox_t *sb = o->sb;
@@ -452,6 +485,10 @@ static void do_start(eterm_op_t *op) {
   t->task = exec_task_start(sb->eng, sb->container_name, &spec, &cbs, t, &err);
   if (t->task == NULL) goto fail;
   snprintf(t->marker, sizeof(t->marker), "%s", exec_task_marker(t->task));
+  if (leash_start(t, sb, &err) != 0) {
+    exec_task_cancel(t->task); /* ends what it started */
+    goto fail;
+  }
   t->next = terms;
   if (terms) terms->prev = t;
   terms = t;
@@ -638,6 +675,8 @@ static void term_stop(op_t *o) {
   if (op->r.action == TA_START && t != NULL && !t->ended) {
     if (t->task) exec_task_cancel(t->task);
     t->task = NULL;
+    if (t->leash) exec_task_cancel(t->leash);
+    t->leash = NULL;
     t->ended = 1;
     t->exit_code = -1;
     if (t->ops == NULL) term_free(t);

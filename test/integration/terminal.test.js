@@ -381,6 +381,28 @@ describe("terminals on the engine path", { timeout: 240000 }, () => {
     });
   });
 
+  test("a terminal ends with the Node process that holds it (its leash)", async () => {
+    const sandbox = await makeEngine();
+    const script = fileURLToPath(new URL("../helpers/terminal-start.mjs", import.meta.url));
+    const env = { ...process.env, ANVIA_SANDBOX_TRANSPORT: "engine" };
+    const id = await new Promise((resolve, reject) =>
+      execFile(process.execPath, [script, sandbox.id], { env, timeout: 60000 }, (error, stdout, stderr) =>
+        error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout.trim()),
+      ),
+    );
+    assert.match(id, /^[A-Za-z0-9._-]{1,64}$/);
+    await assert.rejects(sandbox.runtime.attachTerminal({ id }), /Unknown sandbox terminal/, "not this process's");
+    // The engine would keep the exec's program running; the leash ends it once the
+    // process's connection is gone. Every terminal program carries TERM=xterm-256color.
+    const look = 'for d in /proc/[0-9]*; do tr "\\000" "\\n" < "$d/environ" 2>/dev/null | grep -qx TERM=xterm-256color && echo "${d#/proc/}"; done; true';
+    let left = "?";
+    for (let i = 0; i < 300 && left !== ""; i++) {
+      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+      left = Buffer.from((await sandbox.runtime.exec({ command: "sh", args: ["-c", look] })).stdout).toString().trim();
+    }
+    assert.equal(left, "", "no terminal program is left");
+  });
+
   test("kill ends a program that ignores SIGHUP, with its children", async () => {
     const sandbox = await makeEngine();
     const terminal = await sandbox.runtime.startTerminal({
