@@ -1,8 +1,10 @@
 // Terminals (src/runtime/agent_term.c): a program in a pty inside the sandbox, held by a
-// keeper process there, so it outlives this handle and this Node process. A terminal
+// keeper process there, so it outlives this handle and this Node process; on the engine
+// path (src/runtime/engine_term.c) a Tty exec this process holds, ended with it. A terminal
 // handle holds only the terminal's id and its program's pid; each method is one native
 // call on the runtime (state check, abort signal, activity), and output() streams with
-// the runtime's back-pressure: while it is held back, the keeper stops reading the pty.
+// the runtime's back-pressure: while it is held back, the keeper stops reading the pty
+// (on the engine path, the addon stops reading the exec's stream).
 import { native } from "./native.js";
 import { assertOptionsObject } from "./util.js";
 

@@ -476,7 +476,9 @@ export type DockerSandboxStartTerminalOptions = {
 /** A run of a terminal's raw output; `offset` counts bytes from the program's first. */
 export type DockerSandboxTerminalChunk = { readonly offset: number; readonly data: Uint8Array };
 
-/** How the terminal's program ended: `exitCode` is 128 + n for a death by signal n. */
+/** How the terminal's program ended: `exitCode` is 128 + n for a death by signal n. On
+ * the engine path `signal` is named only when this process's `kill` delivered n and the
+ * code is 128 + n (the engine reports an exit code alone); otherwise null. */
 export type DockerSandboxTerminalExit = { readonly exitCode: number; readonly signal: string | null };
 
 export type DockerSandboxTerminalSignal =
@@ -506,8 +508,11 @@ export interface DockerSandboxTerminal {
 }
 
 /**
- * Terminals, through the in-sandbox agent (transport `"auto"` or `"agent"`; `invalid_state`
- * otherwise). Each counts against `runtime.maxProcesses`.
+ * Terminals: through the in-sandbox agent (transport `"auto"` or `"agent"`), held by a
+ * keeper in the sandbox that outlives this process; on the engine path (transport
+ * `"engine"`, or `"auto"` where the agent cannot run), an exec held by this Node process:
+ * only its handles attach, and the program ends when the process exits. Each counts
+ * against `runtime.maxProcesses`.
  */
 export interface DockerSandboxTerminals {
   startTerminal(options?: DockerSandboxStartTerminalOptions): Promise<DockerSandboxTerminal>;
