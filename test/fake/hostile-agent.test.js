@@ -18,6 +18,16 @@
 //  - a reply that never comes: the caller's abort ends the call;
 //  - an agent whose input never arrives (HELLO, but no PONG for the connect PING): no
 //    request is sent to it, and the next call connects again.
+//  - terminals (the TERM_* family, src/runtime/agent_term.c): the requests' shape; a
+//    RESULT before STARTED, a second STARTED, output records whose offsets do not follow
+//    one another (or wrap, or are too short to hold one), a RESULT whose head is not where
+//    the output ended or whose tail is past its head, DATA for a request without output:
+//    each a protocol violation that fails the call and ends the connection; an unknown id
+//    (ERROR not_found) is an answer, the call's `process` error; a flood of output toward
+//    a consumer that stopped reading is held by the credit (none granted while paused, a
+//    record past it ends the connection); a TERM_LIST count of 4 billion is refused on its
+//    4 bytes; a `wait` or `output` RESULT that does not say `ended` is a lie too (this one
+//    fails: agent_term.c takes it as an exit with code 0).
 // The same kinds of lie from a static liar planted in a real container, with the host's
 // RSS measured in a process that runs no double: test/integration/agent-liar.test.js.
 // Memory: process.memoryUsage().rss sampled before and during each attack (each sample
@@ -27,7 +37,9 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import { setImmediate as turn } from "node:timers/promises";
 import { HANG_MS, startFakeEngine, DockerSandboxClient, expectCode, mib } from "../helpers/fake-engine.js";
-import { serveHostileAgent, fakeAgentDir, agentEnc, memory, memoryHeld, MAX_DATA, MAX_PAYLOAD } from "../helpers/hostile-agent.js";
+import {
+  serveHostileAgent, fakeAgentDir, agentEnc, memory, memoryHeld, MAX_DATA, MAX_PAYLOAD, TERM, TERMF, TERM_REC_FIXED, dec,
+} from "../helpers/hostile-agent.js";
 
 const T = { timeout: HANG_MS };
 const GiB = 1024 * 1024 * 1024;
@@ -546,4 +558,445 @@ test("a flood of watch records toward a consumer that stopped reading: held by t
   await assert.rejects(async () => {
     for (;;) if ((await iterator.next()).done) return;
   }, { name: "AbortError" });
+});
+
+// ---- terminals (src/runtime/agent_term.c, PROTOCOL.md "Terminals") ----
+
+const closedOf = (agent) => new Promise((resolve) => (agent.closed ? resolve() : agent.once("closed", resolve)));
+
+// An honest keeper behind the agent: STARTED (pid 4242) then the RESULT; `output` sends
+// "hello" and " world" from `since` and ends (head since + 11); `wait` ends by SIGTERM;
+// `input` answers once the input's END came.
+const honestTerm = {
+  term_open: (agent, req) => agent.send(Buffer.concat([agentEnc.started(req.id, 4242, 4242), agentEnc.termResult(req.id, { cols: req.cols, rows: req.rows })])),
+  term_attach: async (agent, req) => {
+    await agent.send(agentEnc.started(req.id, 4242, 4242));
+    if (req.flags & TERM.INPUT) await agent.input(req.id);
+    if (req.flags & TERM.OUTPUT) await agent.send(Buffer.concat([agentEnc.termData(req.id, req.since, "hello"), agentEnc.termData(req.id, req.since + 5, " world")]));
+    const end = req.flags & (TERM.OUTPUT | TERM.WAIT);
+    await agent.send(agentEnc.termResult(req.id, end ? { flags: TERMF.ENDED, how: 1, signal: 15, code: 143, head: req.since + 11 } : {}));
+  },
+  term_resize: (agent, req) => agent.send(agentEnc.termResult(req.id, { cols: req.cols, rows: req.rows })),
+  term_signal: (agent, req) => agent.send(agentEnc.signalResult(req.id)),
+  term_list: (agent, req) => agent.send(agentEnc.termListResult(req.id, ["b-2", "a.1"])),
+};
+
+// The chunks of an output() stream and how it ended (null: done).
+async function drain(iterable) {
+  const chunks = [];
+  try {
+    for await (const c of iterable) chunks.push({ offset: c.offset, data: Buffer.from(c.data).toString() });
+    return { chunks, error: null };
+  } catch (error) {
+    return { chunks, error };
+  }
+}
+
+test("terminal requests as PROTOCOL.md lays them out: TERM_OPEN, TERM_ATTACH (attach, output, wait, input), TERM_RESIZE, TERM_SIGNAL, TERM_LIST", T, async (t) => {
+  // The helper's frames are the agent's codec's (test/agent/lib/wire.js decodes them strictly).
+  const body = (f) => f.subarray(12);
+  assert.deepEqual(dec.termRecord(body(agentEnc.termData(1, 2 ** 40, "ab"))), { offset: 2 ** 40, data: Buffer.from("ab") });
+  assert.equal(TERM_REC_FIXED, 8);
+  const r = dec.termResult(body(agentEnc.termResult(1, { flags: TERMF.ENDED, how: 1, signal: 9, code: 137, cols: 7, rows: 3, head: 10, tail: 4 })));
+  assert.deepEqual([r.ended, r.how, r.signal, r.code, r.cols, r.rows, r.head, r.tail], [true, 1, 9, 137, 7, 3, 10, 4]);
+  assert.deepEqual(dec.termListResult(body(agentEnc.termListResult(1, ["a", "b.c"]))), ["a", "b.c"]);
+
+  const { served, runtime } = await hostileSandbox(t, honestTerm);
+  const term = await runtime.startTerminal({ command: "bash", args: ["-l"], cwd: "sub", env: { A: "1" }, cols: 100, rows: 30, scrollbackBytes: 8192 });
+  assert.equal(term.pid, 4242);
+  const shell = await runtime.startTerminal();
+  assert.equal((await runtime.attachTerminal({ id: term.id })).id, term.id);
+  assert.deepEqual(await drain(term.output({ since: 7 })), { chunks: [{ offset: 7, data: "hello" }, { offset: 12, data: " world" }], error: null });
+  assert.deepEqual(await term.wait(), { exitCode: 143, signal: "SIGTERM" });
+  await term.write("hi\n");
+  assert.deepEqual(await term.resize({ cols: 120, rows: 40 }), { cols: 120, rows: 40 });
+  assert.deepEqual(await term.kill("SIGTERM"), { delivered: true });
+  assert.deepEqual(await term.kill(), { delivered: true });
+  assert.deepEqual(await runtime.listTerminals(), [{ id: "b-2" }, { id: "a.1" }]);
+
+  const agent = served.agents[0];
+  assert.equal(served.agents.length, 1);
+  const reqs = agent.requests.map(({ id, ...rest }) => rest);
+  const ids = agent.requests.map((q) => q.id);
+  assert.deepEqual(ids, [...ids].sort((a, b) => a - b));
+  const tid = term.id;
+  assert.deepEqual(reqs[0], { type: "TERM_OPEN", flags: 0, window: 0, cols: 100, rows: 30, scrollback: 8192, termId: tid, cwd: "/workspace/sub", argv: ["bash", "-l"], env: ["A=1"] });
+  // No command: the default shell, through /bin/sh; the defaults: 80x24, 1 MiB kept.
+  assert.equal(reqs[1].termId, shell.id);
+  assert.notEqual(shell.id, tid);
+  assert.deepEqual({ ...reqs[1], argv: [reqs[1].argv[0], reqs[1].argv[1], reqs[1].argv[3]] }, { type: "TERM_OPEN", flags: 0, window: 0, cols: 80, rows: 24, scrollback: 1 << 20, termId: shell.id, cwd: "/workspace", argv: ["/bin/sh", "-c", "anvia-terminal"], env: [] });
+  assert.deepEqual(reqs.slice(2), [
+    { type: "TERM_ATTACH", flags: 0, window: 0, since: 0, termId: tid },
+    { type: "TERM_ATTACH", flags: TERM.OUTPUT, window: 256 * 1024, since: 7, termId: tid },
+    { type: "TERM_ATTACH", flags: TERM.WAIT, window: 0, since: 0, termId: tid },
+    { type: "TERM_ATTACH", flags: TERM.INPUT, window: 0, since: 0, termId: tid },
+    { type: "TERM_RESIZE", cols: 120, rows: 40, termId: tid },
+    { type: "TERM_SIGNAL", signal: 15, termId: tid },
+    { type: "TERM_SIGNAL", signal: 9, termId: tid },
+    { type: "TERM_LIST", flags: 0 },
+  ]);
+  // The input went on stream 1 of its TERM_ATTACH, END on its last frame.
+  assert.equal((await agent.input(ids[5])).toString(), "hi\n");
+});
+
+test("a terminal RESULT before its STARTED, or a second STARTED, is a protocol violation: the call fails, the connection ends", T, async (t) => {
+  let n = 0;
+  const { served, runtime } = await hostileSandbox(t, {
+    ...honestTerm,
+    term_open: async (agent, req) => {
+      n++;
+      if (n === 1) await agent.send(agentEnc.termResult(req.id));
+      else if (n === 2) await agent.send(Buffer.concat([agentEnc.started(req.id), agentEnc.started(req.id), agentEnc.termResult(req.id)]));
+      else return honestTerm.term_open(agent, req);
+    },
+    term_attach: async (agent, req) => {
+      if (req.flags & TERM.OUTPUT) await agent.send(agentEnc.termResult(req.id, { flags: TERMF.ENDED, head: 0 }));
+      else return honestTerm.term_attach(agent, req);
+    },
+    term_resize: (agent, req) => agent.send(Buffer.concat([agentEnc.started(req.id), agentEnc.termResult(req.id)])),
+  });
+  await expectCode(runtime.startTerminal(), "docker_command_failed", /^Unable to use sandbox terminal: the sandbox agent sent a terminal result before its STARTED\.$/);
+  await closedOf(served.agents[0]);
+  await expectCode(runtime.startTerminal(), "docker_command_failed", /^Unable to use sandbox terminal: the sandbox agent sent a second STARTED for a terminal\.$/);
+  await closedOf(served.agents[1]);
+  const term = await runtime.startTerminal();
+  const out = await drain(term.output());
+  assert.deepEqual(out.chunks, []);
+  assert.equal(out.error?.code, "docker_command_failed");
+  assert.match(out.error.message, /^Unable to use sandbox terminal: the sandbox agent sent a terminal result before its STARTED\.$/);
+  await closedOf(served.agents[2]);
+  // TERM_RESIZE has no STARTED: the connection refuses it before the terminal's code sees it.
+  await expectCode(term.resize({ cols: 10, rows: 10 }), "docker_command_failed", /^The sandbox agent sent a bad STARTED\.$/);
+  await closedOf(served.agents[3]);
+  assert.deepEqual(await runtime.listTerminals(), [{ id: "b-2" }, { id: "a.1" }]);
+  assert.equal(served.agents.length, 5);
+});
+
+test("terminal output records that do not follow one another, wrap, are too short, come before STARTED, or end where the RESULT's head is not: each a violation", T, async (t) => {
+  const FOLLOW = /^Unable to use sandbox terminal: the sandbox agent sent terminal output that does not follow the output before it\.$/;
+  const rec = agentEnc.termData;
+  const started = (id) => agentEnc.started(id, 4242, 4242);
+  const raw = (id, bytes) => agentEnc.data(id, bytes);
+  // Each lie: the frames, the chunks the consumer gets before the error, the error.
+  const lies = [
+    { name: "a gap", frames: (id) => [started(id), rec(id, 0, "abc"), rec(id, 5, "x")], chunks: [{ offset: 0, data: "abc" }], message: FOLLOW },
+    { name: "an overlap", frames: (id) => [started(id), rec(id, 0, "abc"), rec(id, 2, "x")], chunks: [{ offset: 0, data: "abc" }], message: FOLLOW },
+    { name: "a repeat", frames: (id) => [started(id), rec(id, 4, "abc"), rec(id, 4, "abc")], chunks: [{ offset: 4, data: "abc" }], message: FOLLOW },
+    { name: "an offset that wraps", frames: (id) => [started(id), rec(id, 2n ** 64n - 1n, "xy")], chunks: [], message: FOLLOW },
+    { name: "a record of its offset only", frames: (id) => [started(id), raw(id, Buffer.alloc(TERM_REC_FIXED))], chunks: [], message: FOLLOW },
+    { name: "a record of 3 bytes", frames: (id) => [started(id), raw(id, Buffer.from([0, 0, 0]))], chunks: [], message: FOLLOW },
+    { name: "an empty DATA", frames: (id) => [started(id), rec(id, 0, "ok"), raw(id, Buffer.alloc(0))], chunks: [{ offset: 0, data: "ok" }], message: FOLLOW },
+    { name: "output before STARTED", frames: (id) => [rec(id, 0, "early"), started(id)], chunks: [], message: FOLLOW },
+    {
+      name: "a head past the output",
+      frames: (id) => [started(id), rec(id, 0, "abc"), agentEnc.termResult(id, { flags: TERMF.ENDED, head: 9 })],
+      chunks: [{ offset: 0, data: "abc" }],
+      message: /^Unable to use sandbox terminal: the sandbox agent sent a terminal result whose head is not where its output ended\.$/,
+    },
+    {
+      name: "a head short of the output",
+      frames: (id) => [started(id), rec(id, 10, "abcdef"), agentEnc.termResult(id, { flags: TERMF.ENDED, head: 12 })],
+      chunks: [{ offset: 10, data: "abcdef" }],
+      message: /^Unable to use sandbox terminal: the sandbox agent sent a terminal result whose head is not where its output ended\.$/,
+    },
+    // The decoder refuses a tail past the head (aw_check_term_result) before agent_term.c's
+    // own check: the connection's message.
+    {
+      name: "a tail past the head",
+      frames: (id) => [started(id), rec(id, 0, "abc"), agentEnc.termResult(id, { flags: TERMF.ENDED, head: 3, tail: 4 })],
+      chunks: [{ offset: 0, data: "abc" }],
+      message: /^The sandbox agent sent a result that does not decode\.$/,
+    },
+    { name: "stderr", frames: (id) => [started(id), agentEnc.data(id, agentEnc.trecord(0, "e"), 3)], chunks: [], message: /^The sandbox agent sent stderr for a request without it\.$/ },
+  ];
+  let n = 0;
+  const { served, runtime } = await hostileSandbox(t, {
+    ...honestTerm,
+    term_attach: async (agent, req) => {
+      if (!(req.flags & TERM.OUTPUT)) return honestTerm.term_attach(agent, req);
+      const lie = lies[n++];
+      if (lie) return agent.send(Buffer.concat(lie.frames(req.id)));
+      // Honest: a first record past `since` says what was lost; the rest follow it.
+      await agent.send(Buffer.concat([started(req.id), rec(req.id, 1000, "kept"), rec(req.id, 1004, "!"), agentEnc.termResult(req.id, { flags: TERMF.ENDED, head: 1005, tail: 1000 })]));
+    },
+  });
+  const term = await runtime.attachTerminal({ id: "t1" });
+  for (const [i, lie] of lies.entries()) {
+    const out = await drain(term.output());
+    assert.ok(out.error, `${lie.name}: the output ended without an error`);
+    assert.equal(out.error.code, "docker_command_failed", `${lie.name}: ${out.error.message}`);
+    assert.match(out.error.message, lie.message, lie.name);
+    assert.deepEqual(out.chunks, lie.chunks, lie.name);
+    // The connection was ended: the next call has a new agent.
+    await closedOf(served.agents[i]);
+  }
+  assert.deepEqual(await drain(term.output()), { chunks: [{ offset: 1000, data: "kept" }, { offset: 1004, data: "!" }], error: null });
+  assert.equal(served.agents.length, lies.length + 1);
+});
+
+test("a tail past the head in any terminal RESULT, or an exit before the end, does not decode: the call fails, the connection ends", T, async (t) => {
+  let n = 0;
+  const bad = [{ head: 5, tail: 10 }, { head: 0, tail: 1 }, { code: 3 }, { flags: TERMF.ENDED, how: 1, signal: 9, code: 9 }];
+  const { served, runtime } = await hostileSandbox(t, {
+    ...honestTerm,
+    term_attach: async (agent, req) => {
+      const lie = bad[n++];
+      if (lie) return agent.send(Buffer.concat([agentEnc.started(req.id), agentEnc.termResult(req.id, lie)]));
+      return honestTerm.term_attach(agent, req);
+    },
+    term_resize: (agent, req) => agent.send(agentEnc.termResult(req.id, { cols: req.cols, rows: req.rows, head: 1, tail: 2 })),
+  });
+  for (let i = 0; i < bad.length; i++) {
+    await expectCode(runtime.attachTerminal({ id: "t1" }), "docker_command_failed", /^The sandbox agent sent a result that does not decode\.$/);
+    await closedOf(served.agents[i]);
+  }
+  const term = await runtime.attachTerminal({ id: "t1" });
+  await expectCode(term.resize({ cols: 5, rows: 5 }), "docker_command_failed", /^The sandbox agent sent a result that does not decode\.$/);
+  await closedOf(served.agents[bad.length]);
+  assert.equal(served.agents.length, bad.length + 1);
+});
+
+test("DATA for a terminal request without output (attach, wait, write, resize, kill, list) is a violation: the call fails, the connection ends", T, async (t) => {
+  const FOLLOW = /^Unable to use sandbox terminal: the sandbox agent sent terminal output that does not follow the output before it\.$/;
+  const GRANTED = /^The sandbox agent sent more data than it was granted\.$/;
+  const NO_OUTPUT = /^The sandbox agent sent data for a request without output\.$/;
+  const record = (id) => agentEnc.termData(id, 0, "sneaked");
+  const empty = (id) => agentEnc.data(id, Buffer.alloc(0));
+  // TERM_ATTACH may carry output, so the connection lets DATA within its credit through (a
+  // request without `output` has none: only an empty DATA) and the terminal refuses it.
+  let attach = [record, empty];
+  const { served, runtime } = await hostileSandbox(t, {
+    term_attach: async (agent, req) => {
+      const lie = attach.shift();
+      if (lie === undefined) return honestTerm.term_attach(agent, req);
+      await agent.send(Buffer.concat([agentEnc.started(req.id), lie(req.id), agentEnc.termResult(req.id)]));
+    },
+    term_resize: (agent, req) => agent.send(Buffer.concat([record(req.id), agentEnc.termResult(req.id)])),
+    term_signal: (agent, req) => agent.send(Buffer.concat([empty(req.id), agentEnc.signalResult(req.id)])),
+    term_list: (agent, req) => agent.send(Buffer.concat([record(req.id), agentEnc.termListResult(req.id, [])])),
+  });
+  let agents = 0;
+  const refused = async (call, message) => {
+    await expectCode(call(), "docker_command_failed", message);
+    await closedOf(served.agents[agents++]);
+  };
+  await refused(() => runtime.attachTerminal({ id: "t1" }), GRANTED);
+  await refused(() => runtime.attachTerminal({ id: "t1" }), FOLLOW);
+  const term = await runtime.attachTerminal({ id: "t1" }); // on the next agent, which the wait ends
+  attach = [record, empty];
+  await refused(() => term.wait(), GRANTED);
+  await refused(() => term.write("x"), FOLLOW);
+  await refused(() => term.resize({ cols: 9, rows: 9 }), NO_OUTPUT);
+  await refused(() => term.kill(), NO_OUTPUT);
+  await refused(() => runtime.listTerminals(), NO_OUTPUT);
+  assert.equal(served.agents.length, agents);
+});
+
+test("ERROR not_found for a terminal's id is an answer: the call's `process` error Unknown sandbox terminal, the connection kept", T, async (t) => {
+  // The keeper of "t-1" answers the attach, then is gone for every later call.
+  let attached = false;
+  const notFound = (agent, req) => agent.send(agentEnc.error(req.id, "not_found", { err: 2, detail: "no keeper" }));
+  const { served, runtime } = await hostileSandbox(t, {
+    term_open: notFound,
+    term_attach: (agent, req) => {
+      if (req.termId === "io-1") return agent.send(agentEnc.error(req.id, "io", { err: 5, detail: "keeper lied" }));
+      if (req.termId === "t-1" && !attached) {
+        attached = true;
+        return honestTerm.term_attach(agent, req);
+      }
+      return notFound(agent, req);
+    },
+    term_resize: notFound,
+    term_signal: notFound,
+    term_list: (agent, req) => agent.send(agentEnc.termListResult(req.id, [])),
+  });
+  const err = await expectCode(runtime.attachTerminal({ id: "gone-1" }), "process", /^Unknown sandbox terminal: gone-1$/);
+  assert.deepEqual(err.details, { agentError: "not_found", terminal: "gone-1", errno: 2, detail: "no keeper" });
+  // A handle whose terminal went meanwhile: every call says so.
+  const term = await runtime.attachTerminal({ id: "t-1" });
+  const unknown = /^Unknown sandbox terminal: t-1$/;
+  const out = await drain(term.output());
+  assert.deepEqual(out.chunks, []);
+  assert.equal(out.error?.code, "process");
+  assert.match(out.error.message, unknown);
+  await expectCode(term.wait(), "process", unknown);
+  await expectCode(term.write("x"), "process", unknown);
+  await expectCode(term.resize({ cols: 3, rows: 3 }), "process", unknown);
+  await expectCode(term.kill("SIGINT"), "process", unknown);
+  // Another kind is the agent's failure, not an unknown terminal.
+  const io = await expectCode(runtime.attachTerminal({ id: "io-1" }), "docker_command_failed", /^Unable to use sandbox terminal: io-1 \(io\)$/);
+  assert.equal(io.details.detail, "keeper lied");
+  // not_found for TERM_OPEN is not "unknown" (the id is the host's new one).
+  await expectCode(runtime.startTerminal(), "docker_command_failed", /^Unable to use sandbox terminal: [0-9a-f-]{36} \(not_found\)$/);
+  assert.deepEqual(await runtime.listTerminals(), []);
+  assert.equal(served.agents.length, 1);
+  assert.equal(served.agents[0].closed, false);
+});
+
+test("a flood of terminal output toward an output() consumer that stopped reading: held by the credit, none granted while paused, memory bounded; a record past the credit ends the connection", T, async (t) => {
+  // Records of a whole DATA frame each (8 + 65528 bytes), as long as the host grants
+  // credit; "stalled" once it has granted none for 3000 turns of the loop (not by time).
+  // At each stall the test says what comes next: wait for credit, or a record past it.
+  const REC = MAX_DATA;
+  const bytes = Buffer.alloc(REC - TERM_REC_FIXED, 0x61);
+  const st = { sent: 0, records: 0, next: 0, stalls: [], onStall: null, track: null };
+  const { served, runtime } = await hostileSandbox(t, {
+    ...honestTerm,
+    term_attach: async (agent, req) => {
+      if (!(req.flags & TERM.OUTPUT)) return honestTerm.term_attach(agent, req);
+      await agent.send(agentEnc.started(req.id, 4242, 4242));
+      st.next = req.since;
+      for (;;) {
+        if (agent.credit(req.id) >= REC) {
+          agent.spend(req.id, REC);
+          if (!(await agent.send(agentEnc.termData(req.id, st.next, bytes)))) return;
+          st.next += bytes.length;
+          st.sent += REC;
+          st.records++;
+          st.track.sample();
+          continue;
+        }
+        let idle = 0;
+        while (agent.credit(req.id) < REC && idle < 3000 && !agent.closed) {
+          await turn();
+          idle++;
+        }
+        if (agent.closed) return;
+        if (agent.credit(req.id) >= REC) continue;
+        const what = await new Promise((resolve) => {
+          st.stalls.push({ records: st.records, granted: agent.granted(req.id), credit: agent.credit(req.id) });
+          st.onStall(resolve);
+        });
+        if (what === "past") {
+          // One record more than the credit left: the host counts what it granted.
+          const len = Math.max(agent.credit(req.id) + 1, TERM_REC_FIXED + 1);
+          await agent.send(agentEnc.termData(req.id, st.next, Buffer.alloc(len - TERM_REC_FIXED, 0x62)));
+          return;
+        }
+        if (!(await agent.waitCredit(req.id, REC))) return;
+      }
+    },
+  });
+  const term = await runtime.attachTerminal({ id: "flood" });
+  const agent = served.agents[0];
+  st.track = tracker();
+  const stalled = () => new Promise((resolve) => (st.onStall = (go) => resolve(go)));
+  let stall = stalled();
+  const iterator = term.output()[Symbol.asyncIterator]();
+  let read = 0;
+  for (; read < 10; read++) assert.equal((await iterator.next()).value.data.byteLength, bytes.length);
+  // The consumer stops here: past 256 KiB waiting the host pauses the credit, and the
+  // agent has at most the 256 KiB window in flight.
+  let go = await stall;
+  const first = st.stalls[0];
+  st.track.sample();
+  st.track.report(`terminal flood (${st.records} records, ${mib(st.sent).toFixed(2)} MiB sent)`);
+  const bound = (consumed) => consumed + Math.ceil((256 * 1024) / bytes.length) + 1 + (256 * 1024) / REC;
+  assert.ok(first.records <= bound(read), `records sent before the stall: ${first.records} (${read} read)`);
+  assert.equal(first.credit, 0);
+  // Paused: no credit comes, however long the loop turns.
+  for (let i = 0; i < 3000; i++) await turn();
+  assert.equal(agent.granted(agent.requests.at(-1).id), first.granted, "credit granted while the consumer is paused");
+  assert.equal(st.records, first.records);
+  // The consumer reads again: below 64 KiB waiting, what was held is granted.
+  stall = stalled();
+  go("wait");
+  const id = agent.requests.at(-1).id;
+  while (agent.granted(id) === first.granted) {
+    assert.equal((await iterator.next()).value.data.byteLength, bytes.length);
+    read++;
+    for (let i = 0; i < 50 && agent.granted(id) === first.granted; i++) await turn();
+  }
+  // It resumes once fewer than 64 KiB wait: all but the last record of what it held.
+  assert.ok(read - 10 <= bound(0) && read - 10 >= first.records - 10 - 1, `read ${read - 10} records before the host resumed`);
+  go = await stall;
+  const second = st.stalls[1];
+  assert.ok(second.granted > first.granted);
+  assert.ok(second.records > first.records && second.records <= bound(read), `records sent before the second stall: ${second.records} (${read} read)`);
+  // A record past the credit: the host reads it (its consumer paused or not) and ends the
+  // connection; what was queued is still delivered. Nothing is read meanwhile (reading
+  // would resume the credit before the host sees the record, and make it no lie).
+  go("past");
+  await closedOf(agent);
+  let tail = 0;
+  const rest = await (async () => {
+    try {
+      for (;;) {
+        const { done, value } = await iterator.next();
+        if (done) return null;
+        assert.equal(value.data.byteLength, bytes.length);
+        tail++;
+      }
+    } catch (error) {
+      return error;
+    }
+  })();
+  assert.equal(rest?.code, "docker_command_failed", rest?.message);
+  assert.match(rest.message, /^The sandbox agent sent more data than it was granted\.$/);
+  assert.equal(read + tail, second.records, "every record taken within the credit was delivered");
+  st.track.sample();
+  assert.ok(st.track.maxRss < BOUND, `rss grew by ${mib(st.track.maxRss)} MiB`);
+  assert.ok(st.track.maxExternal < BOUND, `external grew by ${mib(st.track.maxExternal)} MiB`);
+});
+
+test("a TERM_LIST result whose count is 4 billion, past 4096, or not what it holds: refused as it decodes, memory bounded; 4096 ids are taken", T, async (t) => {
+  const id64 = (i) => `t${String(i).padStart(63, "0")}`;
+  const many = (n) => Array.from({ length: n }, (_, i) => id64(i));
+  const lies = [
+    (id) => agentEnc.termListCount(id, 0xffffffff),
+    (id) => agentEnc.termListCount(id, 0xffffffff, many(100)),
+    (id) => agentEnc.termListResult(id, many(4097)),
+    (id) => agentEnc.termListCount(id, 1000, many(2)),
+    (id) => agentEnc.termListCount(id, 1, many(2)),
+    (id) => agentEnc.termListResult(id, ["ok", "../etc"]),
+    (id) => agentEnc.termListResult(id, [".hidden"]),
+    (id) => agentEnc.termListResult(id, ["x".repeat(65)]),
+  ];
+  let n = 0;
+  const { served, runtime } = await hostileSandbox(t, {
+    term_list: (agent, req) => agent.send((lies[n++] ?? ((id) => agentEnc.termListResult(id, many(4096))))(req.id)),
+  });
+  const track = tracker();
+  for (let i = 0; i < lies.length; i++) {
+    await expectCode(runtime.listTerminals(), "docker_command_failed", /^The sandbox agent sent a result that does not decode\.$/);
+    await closedOf(served.agents[i]);
+    track.sample();
+  }
+  const all = await runtime.listTerminals();
+  track.sample();
+  track.report("TERM_LIST lies");
+  assert.equal(all.length, 4096);
+  assert.deepEqual(all[4095], { id: id64(4095) });
+  assert.ok(track.maxRss < BOUND, `rss grew by ${mib(track.maxRss)} MiB`);
+  assert.equal(served.agents.length, lies.length + 1);
+});
+
+// A `wait` or `output` request ends at the terminal's end (PROTOCOL.md "Terminals": "else at
+// the terminal's end, after every record"), so its RESULT says `ended`; the agent refuses a
+// keeper's end that does not (src/agent/term.c, KW_END: "sent an invalid end"). A RESULT
+// without it is a lie, and must not become an exit: wait() must not say the program exited
+// with 0, nor output() end as if the terminal had.
+test("a wait or output RESULT that says the program has not ended is a violation, not an exit code 0", T, async (t) => {
+  let n = 0;
+  const { served, runtime } = await hostileSandbox(t, {
+    ...honestTerm,
+    term_attach: async (agent, req) => {
+      if (!(req.flags & (TERM.WAIT | TERM.OUTPUT))) return honestTerm.term_attach(agent, req);
+      n++;
+      const records = req.flags & TERM.OUTPUT ? [agentEnc.termData(req.id, 0, "still running")] : [];
+      await agent.send(Buffer.concat([agentEnc.started(req.id, 4242, 4242), ...records, agentEnc.termResult(req.id, { flags: 0, head: records.length ? 13 : 0 })]));
+    },
+  });
+  const term = await runtime.attachTerminal({ id: "t1" });
+  const VIOLATION = /^Unable to use sandbox terminal: the sandbox agent sent /;
+  const waited = await term.wait().then((value) => ({ value }), (error) => ({ error }));
+  assert.ok(waited.error, `wait() resolved ${JSON.stringify(waited.value)} from a RESULT without ended`);
+  assert.equal(waited.error.code, "docker_command_failed", waited.error.message);
+  assert.match(waited.error.message, VIOLATION);
+  await closedOf(served.agents[0]);
+  const out = await drain(term.output());
+  assert.deepEqual(out.chunks, [{ offset: 0, data: "still running" }]);
+  assert.ok(out.error, "output() ended as if the terminal had, from a RESULT without ended");
+  assert.match(out.error.message, VIOLATION);
+  assert.equal(n, 2);
 });

@@ -18,7 +18,14 @@
 //   agent.closed                  true once the host (or the engine) ended the stream
 //   agent.received                host -> agent DATA bytes received, by request id
 //   "data" events                 (id, payload, end) for each host DATA frame
-// and the encoders below (agentEnc) make its frames. PINGs are answered unless
+//   agent.granted(id)             the stream 2 credit the host granted request id after its
+//                                 request's window (the sum of its WINDOW frames)
+//   agent.input(id)               a terminal request's input (TERM_*): resolves with every
+//                                 DATA byte the host sent it once its END came (or what came
+//                                 before the connection closed)
+// and the encoders below (agentEnc) make its frames. Requests are decoded as strictly as
+// the agent decodes them (wire.js's decodePayload of the table's message): one that does
+// not decode has `invalid` (why). PINGs are answered unless
 // `answerPings: false`; HOST_HELLO is accepted; requests without a handler never get a
 // reply (the "reply that never comes").
 import { spawn } from "node:child_process";
@@ -29,7 +36,11 @@ import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { T, S, F_END, HEADER, MAX_PAYLOAD, MAX_DATA, IN_WINDOW } from "../agent/lib/wire.js";
+import {
+  T, S, F_END, HEADER, MAX_PAYLOAD, MAX_DATA, IN_WINDOW, TERM, TERMF, TERM_REC_FIXED, ERRORS,
+  frame, encodePayload, decodePayload, ProtocolError, dec,
+} from "../agent/lib/wire.js";
+import { table } from "../agent/lib/table.js";
 import { frame as muxFrame, upgradeHead } from "./fake-engine.js";
 import { native } from "../../lib/native.js";
 
@@ -37,16 +48,12 @@ const NAMES = Object.fromEntries(Object.entries(T).map(([k, v]) => [v, k]));
 
 // ---- encoding the agent's frames ----
 
-function agentFrame(type, id, payload = Buffer.alloc(0), { stream = 0, flags = 0 } = {}) {
-  const h = Buffer.alloc(HEADER);
-  h.writeUInt32BE(payload.length, 0);
-  h[4] = type;
-  h[5] = flags;
-  h[6] = stream;
-  h[7] = 0;
-  h.writeUInt32BE(id >>> 0, 8);
-  return Buffer.concat([h, payload]);
-}
+// The frame layout is wire.js's (the agent's frames and the host's share it).
+const agentFrame = frame;
+
+// A frame of the table's message `name` (test/agent/lib/table.js, read from agent_wire.h):
+// the layout is written once, there; nothing is checked, so lies are encoded too.
+const msgFrame = (name, id, values) => frame(T[table.messages.get(name).type], id, encodePayload(name, values));
 
 const u32 = (v) => {
   const b = Buffer.alloc(4);
@@ -104,6 +111,32 @@ export const agentEnc = {
     return Buffer.concat([r, p]);
   },
   writeResult: (id, bytes, mode = 0o644) => agentFrame(T.RESULT, id, Buffer.concat([u64(bytes), u32(mode)])),
+  /** An ERROR for request `id`: `kind` by its wire name (not_found, io, invalid, ...). */
+  error(id, kind, { stage = 0, err = 0, value = 0, detail = "" } = {}) {
+    const code = ERRORS.indexOf(kind);
+    if (code < 1) throw new Error(`no agent error kind ${kind}`);
+    return msgFrame("error", id, { kind: code, stage, err, value, detail });
+  },
+  // ---- terminals (PROTOCOL.md "Terminals"): STARTED is started() above ----
+  /** One terminal output record, a whole DATA payload: the u64 offset, then the bytes. */
+  trecord(offset, bytes) {
+    const h = Buffer.alloc(TERM_REC_FIXED);
+    h.writeBigUInt64BE(BigInt(offset));
+    return Buffer.concat([h, Buffer.from(bytes)]);
+  },
+  /** A DATA frame of one record (records are never split or joined). */
+  termData: (id, offset, bytes) => agentEnc.data(id, agentEnc.trecord(offset, bytes)),
+  /**
+   * The RESULT of TERM_OPEN, TERM_ATTACH and TERM_RESIZE: flags (TERMF.ENDED, TERMF.CORE),
+   * how (0 code, 1 signal), signal, code, cols, rows, head, tail; 80x24 unless said.
+   */
+  termResult: (id, fields = {}) => msgFrame("term_result", id, { cols: 80, rows: 24, ...fields }),
+  /** The RESULT of TERM_LIST: its ids. */
+  termListResult: (id, ids) => msgFrame("term_list_result", id, { ids }),
+  /** A TERM_LIST RESULT whose count says `count` and which holds `ids` (a lie when they differ). */
+  termListCount: (id, count, ids = []) => agentFrame(T.RESULT, id, Buffer.concat([u32(count), ...ids.map(blob)])),
+  /** The RESULT of SIGNAL and TERM_SIGNAL. */
+  signalResult: (id, delivered = 1, count = 1) => msgFrame("signal_result", id, { delivered, count }),
   /** One listing record (24 + name bytes): a regular file of `size` bytes. */
   entry(name, { type = 1, mode = 0o644, size = 0 } = {}) {
     const n = Buffer.from(name);
@@ -120,43 +153,25 @@ export const agentEnc = {
 
 // ---- decoding the host's frames ----
 
-class Reader {
-  constructor(b) {
-    this.b = b;
-    this.o = 0;
-  }
-  u32() {
-    const v = this.b.readUInt32BE(this.o);
-    this.o += 4;
-    return v;
-  }
-  u64() {
-    const v = this.b.readBigUInt64BE(this.o);
-    this.o += 8;
-    return v;
-  }
-  blob() {
-    const n = this.u32();
-    const v = this.b.subarray(this.o, this.o + n);
-    this.o += n;
-    return Buffer.from(v);
-  }
-  list() {
-    const n = this.u32();
-    const out = [];
-    for (let i = 0; i < n; i++) out.push(this.blob().toString());
-    return out;
-  }
-}
+// Request types by the host messages of the table (exec, list, term_open, ...).
+const REQUESTS = new Map([...table.messages.values()].filter((m) => m.sender === "HOST").map((m) => [T[m.type], m.name]));
 
+// A decoded field as the tests compare it: blobs as strings, lists as arrays of strings,
+// u64 fields as Numbers.
+const plain = (v) => (Buffer.isBuffer(v) ? v.toString() : Array.isArray(v) ? v.map(plain) : typeof v === "bigint" ? Number(v) : v);
+
+// A host request: { id, type, ...its fields (camelCase) }, decoded as strictly as the agent
+// does; `invalid` says why one does not decode.
 function decodeRequest(type, id, p) {
-  const r = new Reader(p);
   const req = { id, type: NAMES[type] ?? `0x${type.toString(16)}` };
-  if (type === T.LIST) Object.assign(req, { maxEntries: r.u32(), window: r.u32(), flags: r.u32(), path: r.blob().toString() });
-  else if (type === T.WATCH) Object.assign(req, { flags: r.u32(), window: r.u32(), maxWatches: r.u32(), path: r.blob().toString() });
-  else if (type === T.EXEC) Object.assign(req, { flags: r.u32(), timeoutMs: r.u32(), window: r.u32(), cwd: r.blob().toString(), argv: r.list(), env: r.list() });
-  else if (type === T.WRITE) Object.assign(req, { length: Number(r.u64()), mode: r.u32(), flags: r.u32(), path: r.blob().toString() });
-  else if (type === T.READ) Object.assign(req, { maxBytes: Number(r.u64()), window: r.u32(), flags: r.u32(), path: r.blob().toString() });
+  const name = REQUESTS.get(type);
+  if (name === undefined) return req;
+  try {
+    for (const [k, v] of Object.entries(decodePayload(name, p))) req[k] = plain(v);
+  } catch (error) {
+    if (!(error instanceof ProtocolError)) throw error;
+    req.invalid = error.message;
+  }
   return req;
 }
 
@@ -174,6 +189,8 @@ class HostileAgent extends EventEmitter {
     this.waiters = [];
     this.received = new Map(); // id -> host DATA bytes
     this.requests = []; // every request decoded, in order
+    this.grants = new Map(); // id -> stream 2 credit granted after the request's window
+    this.inputs = new Map(); // id -> { chunks, done, waiters } of a terminal request
     this.frames = 0; // host frames parsed
     this.closed = false;
     conn.socket.on("close", () => this.close());
@@ -183,6 +200,7 @@ class HostileAgent extends EventEmitter {
     if (this.closed) return;
     this.closed = true;
     for (const w of this.waiters.splice(0)) w.resolve(false);
+    for (const st of this.inputs.values()) this.#inputDone(st);
     this.emit("closed");
   }
 
@@ -210,6 +228,22 @@ class HostileAgent extends EventEmitter {
     if (this.closed) return Promise.resolve(false);
     if (this.credit(id) >= n) return Promise.resolve(true);
     return new Promise((resolve) => this.waiters.push({ id, n, resolve }));
+  }
+
+  granted(id) {
+    return this.grants.get(id) ?? 0;
+  }
+
+  input(id) {
+    const st = this.inputs.get(id);
+    if (st === undefined) return Promise.resolve(Buffer.alloc(0));
+    if (st.done || this.closed) return Promise.resolve(Buffer.concat(st.chunks));
+    return new Promise((resolve) => st.waiters.push(resolve));
+  }
+
+  #inputDone(st) {
+    st.done = true;
+    for (const w of st.waiters.splice(0)) w(Buffer.concat(st.chunks));
   }
 
   stopReading() {
@@ -240,7 +274,10 @@ class HostileAgent extends EventEmitter {
     }
     if (type === T.WINDOW) {
       if (stream === S.OUT || stream === S.ERR) {
-        if (stream === S.OUT) this.credits.set(id, this.credit(id) + payload.readUInt32BE(0));
+        if (stream === S.OUT) {
+          this.credits.set(id, this.credit(id) + payload.readUInt32BE(0));
+          this.grants.set(id, this.granted(id) + payload.readUInt32BE(0));
+        }
         this.waiters = this.waiters.filter((w) => {
           if (this.credit(w.id) < w.n) return true;
           w.resolve(true);
@@ -251,6 +288,11 @@ class HostileAgent extends EventEmitter {
     }
     if (type === T.DATA) {
       this.received.set(id, (this.received.get(id) ?? 0) + payload.length);
+      const st = this.inputs.get(id);
+      if (st !== undefined && !st.done) {
+        st.chunks.push(Buffer.from(payload));
+        if (flags & F_END) this.#inputDone(st);
+      }
       this.emit("data", id, payload, (flags & F_END) !== 0);
       return;
     }
@@ -260,6 +302,8 @@ class HostileAgent extends EventEmitter {
     }
     const req = decodeRequest(type, id, payload);
     if (req.window !== undefined) this.credits.set(id, req.window);
+    // A terminal's input is kept (keystrokes: small); other requests' never is.
+    if (req.type.startsWith("TERM_")) this.inputs.set(id, { chunks: [], done: false, waiters: [] });
     this.requests.push(req);
     this.emit("request", req);
     const handler = this.handlers[req.type.toLowerCase()];
@@ -402,4 +446,4 @@ export function memoryHeld(base, bound) {
   return memory();
 }
 
-export { T, S, F_END, MAX_DATA, MAX_PAYLOAD };
+export { T, S, F_END, MAX_DATA, MAX_PAYLOAD, TERM, TERMF, TERM_REC_FIXED, dec };
