@@ -246,6 +246,12 @@ static void on_result(agent_term_op_t *op, agent_req_t *req, const agent_event_t
     lied(op, req, "a terminal result whose tail is past its head");
     return;
   }
+  /* wait and output end at the terminal's end (PROTOCOL.md "Terminals"): a RESULT that
+   * does not say so is not an exit, nor the output's end. */
+  if ((op->r.action == TA_WAIT || op->r.action == TA_OUTPUT) && !op->checking && !(op->res.flags & AW_TERMF_ENDED)) {
+    lied(op, req, "a wait or output result for a terminal that has not ended");
+    return;
+  }
   if (op->checking) { /* start at the limit: one registry entry answered */
     op->checking = 0;
     if (op->res.flags & AW_TERMF_ENDED) registry_ended(sb, op->check_id);

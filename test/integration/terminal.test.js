@@ -443,6 +443,20 @@ describe("terminals on the engine path", { timeout: 240000 }, () => {
     await Promise.all([...terminals.slice(1), more].map((terminal) => terminal.kill()));
   });
 
+  test("a busybox-only image as a non-root user: the default shell, its pid, kill", async () => {
+    const sandbox = await makeEngine({ image: BUSYBOX_IMAGE, user: "65534:65534" });
+    const terminal = await sandbox.runtime.startTerminal();
+    assert.ok(terminal.pid > 1, `pid ${terminal.pid}`);
+    const out = follow(terminal);
+    await terminal.write("echo uid=$(id -u) shell=$0 pid=$$ size=$(stty size | tr ' ' x)\n");
+    await out.until(/uid=65534 shell=\/bin\/sh pid=\d+ size=24x80/);
+    assert.equal(Number(/pid=(\d+) size/.exec(out.text)[1]), terminal.pid);
+    assert.deepEqual(await terminal.kill("SIGTERM"), { delivered: true });
+    await terminal.kill();
+    assert.deepEqual(await terminal.wait(), { exitCode: 137, signal: "SIGKILL" });
+    await out.close();
+  });
+
   test("a program that cannot be found; bad arguments before any I/O", async () => {
     const sandbox = await makeEngine();
     const rt = sandbox.runtime;
