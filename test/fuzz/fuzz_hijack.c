@@ -8,7 +8,9 @@
  * stream). They are read in one piece (the reference) and in the planned pieces, each an
  * exactly-sized heap block, then end of file. Both must give the same output, on the same
  * streams, and the same end (exactly one, nothing after it). The chunked body decoder also
- * runs on its own over the bytes after the head.
+ * runs on its own over the bytes after the head. Each input runs twice: as a multiplexed
+ * stream, and raw (a Tty exec, exec_reply_set_raw), where the output must be exactly the
+ * bytes after the head, all on stream 1, whatever the pieces.
  */
 #include "codec/execreply.h"
 #include "codec/httphead.h"
@@ -56,9 +58,10 @@ static void end_with(sink_t *s, err_t *err) {
 }
 
 /* Feeds the pieces (plan NULL: one piece), then end of file unless the reply ended. */
-static void run(sink_t *s, const uint8_t *data, size_t len, const fuzz_chunks_t *plan) {
+static void run(sink_t *s, const uint8_t *data, size_t len, const fuzz_chunks_t *plan, int raw) {
   exec_reply_t r;
   exec_reply_init(&r);
+  if (raw) exec_reply_set_raw(&r);
   err_t err;
   err_init(&err);
   size_t off = 0;
@@ -103,28 +106,38 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (blank != NULL) check_dechunk(blank + 4, r.len - (size_t)(blank + 4 - r.data));
   else check_dechunk(r.data, r.len);
 
-  sink_t ref = {0}, got = {0};
-  buf_init(&ref.bytes, 0);
-  buf_init(&ref.streams, 0);
-  buf_init(&got.bytes, 0);
-  buf_init(&got.streams, 0);
-  run(&ref, r.data, r.len, NULL);
-  run(&got, r.data, r.len, &plan);
+  for (int raw = 0; raw <= 1; raw++) {
+    sink_t ref = {0}, got = {0};
+    buf_init(&ref.bytes, 0);
+    buf_init(&ref.streams, 0);
+    buf_init(&got.bytes, 0);
+    buf_init(&got.streams, 0);
+    run(&ref, r.data, r.len, NULL, raw);
+    run(&got, r.data, r.len, &plan, raw);
 
-  FUZZ_CHECK(got.failed == ref.failed, "pieces %s (%s), one read %s (%s)", got.failed ? "failed" : "ended",
-             got.message ? got.message : "", ref.failed ? "failed" : "ended", ref.message ? ref.message : "");
-  if (ref.failed)
-    FUZZ_CHECK(strcmp(got.message, ref.message) == 0, "pieces \"%s\", one read \"%s\"", got.message, ref.message);
-  FUZZ_CHECK(got.bytes.len == ref.bytes.len &&
-                 (got.bytes.len == 0 || memcmp(got.bytes.data, ref.bytes.data, got.bytes.len) == 0),
-             "pieces gave %zu output bytes, one read %zu (or they differ)", got.bytes.len, ref.bytes.len);
-  FUZZ_CHECK(got.streams.len == 0 || memcmp(got.streams.data, ref.streams.data, got.streams.len) == 0,
-             "streams differ");
-  buf_free(&ref.bytes);
-  buf_free(&ref.streams);
-  buf_free(&got.bytes);
-  buf_free(&got.streams);
-  free(ref.message);
-  free(got.message);
+    FUZZ_CHECK(got.failed == ref.failed, "pieces %s (%s), one read %s (%s)", got.failed ? "failed" : "ended",
+               got.message ? got.message : "", ref.failed ? "failed" : "ended", ref.message ? ref.message : "");
+    if (ref.failed)
+      FUZZ_CHECK(strcmp(got.message, ref.message) == 0, "pieces \"%s\", one read \"%s\"", got.message, ref.message);
+    FUZZ_CHECK(got.bytes.len == ref.bytes.len &&
+                   (got.bytes.len == 0 || memcmp(got.bytes.data, ref.bytes.data, got.bytes.len) == 0),
+               "pieces gave %zu output bytes, one read %zu (or they differ)", got.bytes.len, ref.bytes.len);
+    FUZZ_CHECK(got.streams.len == 0 || memcmp(got.streams.data, ref.streams.data, got.streams.len) == 0,
+               "streams differ");
+    if (raw && ref.streaming && !ref.failed && blank != NULL) {
+      /* The head ends at the first blank line: every byte after it is output. */
+      size_t after = r.len - (size_t)(blank + 4 - r.data);
+      FUZZ_CHECK(ref.bytes.len == after && (after == 0 || memcmp(ref.bytes.data, blank + 4, after) == 0),
+                 "raw: %zu output bytes of the %zu after the head", ref.bytes.len, after);
+      for (size_t i = 0; i < ref.streams.len; i++)
+        FUZZ_CHECK(ref.streams.data[i] == 1, "raw: stream %d", (int)ref.streams.data[i]);
+    }
+    buf_free(&ref.bytes);
+    buf_free(&ref.streams);
+    buf_free(&got.bytes);
+    buf_free(&got.streams);
+    free(ref.message);
+    free(got.message);
+  }
   return 0;
 }
