@@ -54,7 +54,7 @@ function follow(terminal) {
 }
 
 // A step that never comes fails its test rather than holding the run.
-describe("terminals through the agent", { skip: enginePath && "the engine path refuses them", timeout: 180000 }, () => {
+describe("terminals through the agent", { skip: enginePath && "the default client takes the engine path (tested below)", timeout: 180000 }, () => {
   test("a shell session: prompt, echo, the exit code", async () => {
     const sandbox = await make();
     const terminal = await sandbox.runtime.startTerminal();
