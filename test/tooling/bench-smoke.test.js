@@ -81,7 +81,12 @@ test("npm run bench, smoke-sized: completes and writes a well-formed JSON result
     }
   }
 
-  const { execStream, eventLoopDelay, leak, agentLeak, agentFirstCall, tree, watchLatency } = result.extras;
+  const { execStream, eventLoopDelay, leak, agentLeak, agentFirstCall, tree, watchLatency, terminalLatency } = result.extras;
+  // Terminals: every keystroke timed to its echo, through the agent and the engine path.
+  for (const impl of ["agent", "engine"]) {
+    assert.equal(terminalLatency[impl]?.keystrokeToEchoMs?.n, terminalLatency.runs, `terminalLatency.${impl}: ${JSON.stringify(terminalLatency[impl])}`);
+    assert.ok(terminalLatency[impl].keystrokeToEchoMs.median > 0, `terminalLatency.${impl}.keystrokeToEchoMs`);
+  }
   // watchFiles through the agent: every write timed to its event.
   assert.equal(watchLatency.agent.writeToEventMs.n, watchLatency.runs, "watchLatency runs");
   assert.ok(watchLatency.agent.writeToEventMs.median > 0, "watchLatency.agent.writeToEventMs");
