@@ -20,7 +20,8 @@
  * The terminal lives in this process (the I/O context of one JavaScript environment),
  * keyed by container name and id: any handle of the sandbox here can attach to it, none
  * in another process can. It ends with its program, a kill, the sandbox's stop or removal
- * (the exec's end), or the environment's teardown. Its exec's connection keeps Node's
+ * (the exec's end, or, where the engine keeps the stream open after that, the container
+ * watch: see watch_container), or the environment's teardown. Its exec's connection keeps Node's
  * loop alive only while some call on it is pending (an output consumer, a wait).
  *
  * Bounds: the scrollback is one ring of exactly `scrollbackBytes` (4 KiB ..= 64 MiB,
@@ -76,6 +77,10 @@ typedef struct eterm {
   char id[AW_MAX_TERM_ID + 1];
   exec_task_t *task; /* NULL once ended */
   exec_task_t *leash; /* TERM_LEASH_SH: ends the program when this process's connection goes */
+  engine_t *eng;      /* a reference: the end check's requests */
+  http_req_t *check;  /* the container watch's GET /containers/{name}/json */
+  sbx_timer_t *check_timer; /* its next round */
+  char *started_at;   /* the run the terminal started in (State.StartedAt) */
   char marker[37];
   char *exec_id; /* once started */
   uint8_t *ring;
@@ -103,9 +108,10 @@ struct eterm_op {
   size_t nids;
 };
 
-static eterm_t *terms;
+static _Thread_local eterm_t *terms; /* one JavaScript environment per thread */
 
 static void start_pid(eterm_op_t *op);
+static void watch_later(eterm_t *t, uint64_t ms);
 
 /* ---- terminals ---- */
 
@@ -130,6 +136,10 @@ static void term_free(eterm_t *t) {
   for (eterm_op_t *o = t->ops; o != NULL; o = o->next_op) o->term = NULL;
   if (t->leash) exec_task_cancel(t->leash); /* its connection closes: the leash kills */
   if (t->task) exec_task_cancel(t->task);
+  http_req_free(t->check);
+  sbx_timer_cancel(t->check_timer);
+  free(t->started_at);
+  if (t->eng) engine_unref(t->eng);
   err_clear(&t->end_err);
   free(t->exec_id);
   free(t->container);
@@ -237,6 +247,8 @@ static void on_term_done(void *ud, exec_result_t *result, err_t *err) {
   t->ended = 1;
   if (t->leash) exec_task_cancel(t->leash); /* nothing left to kill: it ends */
   t->leash = NULL;
+  sbx_timer_cancel(t->check_timer); /* the container watch (an answer in flight is dropped) */
+  t->check_timer = NULL;
   t->exit_code = result != NULL ? result->exit_code : -1;
   exec_result_free(result);
   if (err != NULL && err_is_set(err)) err_copy(&t->end_err, err);
@@ -280,6 +292,7 @@ static void on_term_started(void *ud) {
   const char *id = exec_task_exec_id(t->task);
   t->started = 1;
   t->exec_id = id ? strdup(id) : NULL;
+  watch_later(t, 0); /* the run it started in */
   for (eterm_op_t *o = t->ops; o != NULL; o = o->next_op)
     if (o->r.action == TA_START) {
       start_pid(o);
@@ -424,11 +437,74 @@ static int start_spec(eterm_op_t *op, exec_spec_t *spec) {
 
 static void teardown(jsenv_t *js);
 
+/* The container watch. runsc keeps a Tty exec's stream (and the leash's) open after its
+ * container stopped, where runc ends them, so the stream's end alone cannot tell that the
+ * terminal ended: while it lives, the container is inspected every TERM_WATCH_MS (and at
+ * once when the leash ends, which it also does when the container stops). The first
+ * answer records the run (State.StartedAt); a container gone, stopped, or running another
+ * run since ends the terminal (exit code 128 + SIGKILL: a stop kills what runs). */
+#define TERM_WATCH_MS 2000
+
+static void watch_container(void *ud);
+
+static void watch_later(eterm_t *t, uint64_t ms) {
+  if (t->task == NULL || t->check != NULL || t->check_timer != NULL) return;
+  t->check_timer = sbx_timer_start(t->io, ms, watch_container, t);
+  sbx_timer_unref(t->check_timer); /* the watch alone never keeps Node running */
+}
+
+static void on_watched(http_req_t *req, void *ud) {
+  eterm_t *t = ud;
+  t->check = NULL;
+  err_t err = ERR_INIT;
+  json_t *ins = http_req_ok(req) ? http_req_json(req, &err) : NULL;
+  int gone = http_req_not_found(req);
+  http_req_free(req);
+  err_clear(&err);
+  json_t *state = json_object_get(ins, "State");
+  json_t *at = json_object_get(state, "StartedAt");
+  int running = json_is_true(json_object_get(state, "Running")) && json_is_string(at);
+  int same = running && (t->started_at == NULL || strcmp(t->started_at, json_string_value(at)) == 0);
+  if (running && t->started_at == NULL) t->started_at = strdup(json_string_value(at));
+  json_decref(ins);
+  if (t->task == NULL) return; /* it ended on its own meanwhile */
+  if (!gone && (ins == NULL || same)) { /* an answer that says nothing is asked again later */
+    watch_later(t, TERM_WATCH_MS);
+    return;
+  }
+  exec_result_t *result = exec_result_new(0);
+  exec_task_cancel(t->task); /* the stream that did not end; no callback from it now */
+  t->task = NULL;
+  if (result != NULL) result->exit_code = 128 + SIGKILL;
+  on_term_done(t, result, NULL);
+}
+
+static void watch_container(void *ud) {
+  eterm_t *t = ud;
+  t->check_timer = NULL;
+  if (t->task == NULL) return;
+  char *name = url_escape(t->container);
+  t->check = name ? http_req_new(t->eng, "GET", "/containers/%s/json", name) : NULL;
+  free(name);
+  err_t err = ERR_INIT;
+  if (t->check != NULL && http_req_start(t->check, on_watched, t, &err) != 0) {
+    http_req_free(t->check);
+    t->check = NULL;
+  }
+  err_clear(&err);
+  if (t->check == NULL) watch_later(t, TERM_WATCH_MS);
+}
+
 static void on_leash_done(void *ud, exec_result_t *result, err_t *err) {
   eterm_t *t = ud;
   (void)err;
   t->leash = NULL;
   exec_result_free(result);
+  if (t->task != NULL && t->check == NULL) { /* now rather than at the next round */
+    sbx_timer_cancel(t->check_timer);
+    t->check_timer = NULL;
+    watch_later(t, 0);
+  }
 }
 
 /* The leash: stdin attached, no timeout, never holding the loop; its own marker, not the
@@ -476,6 +552,8 @@ static void do_start(eterm_op_t *op) {
   if (t == NULL || jsenv_on_teardown(o->js, teardown) != 0) goto oom;
   t->io = o->js->io;
   t->js = o->js;
+  t->eng = sb->eng;
+  engine_ref(t->eng);
   t->cap = op->r.scrollback;
   t->ring = malloc(t->cap);
   t->container = strdup(sb->container_name);
@@ -501,6 +579,7 @@ oom:
 fail:
   exec_spec_free(&spec);
   if (t != NULL) {
+    if (t->eng) engine_unref(t->eng);
     free(t->ring);
     free(t->container);
     free(t);
