@@ -224,7 +224,7 @@ ANVIA_SANDBOX_TRANSPORT=engine stage engine-path suites "${integration[@]}"
 stage stress suites test/integration/input-loss.stress.js
 # The integration suites of every runtime operation again, with every sandbox under gVisor
 # (test/helpers/docker.js baseOptions reads ANVIA_TEST_CONTAINER_RUNTIME).
-runsc_files=(test/integration/{lifecycle,lifetime,exec,files,processes,agent,tree,tree-agent,stream,symlink-race}.test.js)
+runsc_files=(test/integration/{lifecycle,lifetime,exec,files,processes,agent,tree,tree-agent,stream,symlink-race,terminal}.test.js)
 ANVIA_TEST_CONTAINER_RUNTIME=runsc stage runsc suites "${runsc_files[@]}"
 
 # Whether this run starts the Podman service (and so stops it at the end) is decided here,

@@ -13,10 +13,16 @@ import { createHash } from "node:crypto";
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { DockerSandboxClient, DockerSandboxError } from "../../lib/index.js";
-import { BUSYBOX_IMAGE, baseOptions } from "../helpers/docker.js";
+import { BUSYBOX_IMAGE, CONTAINER_RUNTIME, baseOptions } from "../helpers/docker.js";
 
 const client = new DockerSandboxClient();
 const enginePath = process.env.ANVIA_SANDBOX_TRANSPORT === "engine";
+// gVisor (Debian's runsc 20221219) keeps no foreground process group for a pty of its own
+// kernel: through the agent neither ^C nor a resize signals the program (README
+// "Terminals"; seen with `runsc do` alone). The engine path's Tty exec gets runsc's console,
+// a pty of the host's kernel, which does, but has no name inside the sandbox.
+const gvisor = CONTAINER_RUNTIME === "runsc";
+const noPtySignals = gvisor && "gVisor 20221219 delivers no signals from its own ptys (README: Terminals)";
 const sandboxes = [];
 after(() => Promise.allSettled(sandboxes.map((s) => s.destroy())));
 
@@ -53,6 +59,20 @@ function follow(terminal) {
   };
 }
 
+// SIGWINCH, seen by a program that runs its trap between short sleeps, on a resize.
+async function winchReaches(sandbox) {
+  const watcher = await sandbox.runtime.startTerminal({
+    command: "sh",
+    args: ["-c", "trap 'echo WINCH-$(stty size | tr \" \" x)' WINCH; echo ready; while :; do sleep 0.05; done"],
+  });
+  const seen = follow(watcher);
+  await seen.until(/ready/);
+  await watcher.resize({ cols: 70, rows: 11 });
+  await seen.until(/WINCH-11x70/, "the trap's line");
+  await watcher.kill();
+  await seen.close();
+}
+
 // A step that never comes fails its test rather than holding the run.
 describe("terminals through the agent", { skip: enginePath && "the default client takes the engine path (tested below)", timeout: 180000 }, () => {
   test("a shell session: prompt, echo, the exit code", async () => {
@@ -72,7 +92,7 @@ describe("terminals through the agent", { skip: enginePath && "the default clien
     assert.ok(listed.some((t) => t.id === terminal.id), "an ended terminal is listed while its keeper stays");
   });
 
-  test("stty size before and after resize, and SIGWINCH reaches the program", async () => {
+  test("stty size before and after resize", async () => {
     const sandbox = await make();
     const terminal = await sandbox.runtime.startTerminal({ command: "sh", cols: 90, rows: 20 });
     const out = follow(terminal);
@@ -81,23 +101,16 @@ describe("terminals through the agent", { skip: enginePath && "the default clien
     assert.deepEqual(await terminal.resize({ cols: 132, rows: 43 }), { cols: 132, rows: 43 });
     await terminal.write("stty size\n");
     await out.until(/43 132/);
-    // SIGWINCH, seen by a program that runs its trap between short sleeps.
-    const watcher = await sandbox.runtime.startTerminal({
-      command: "sh",
-      args: ["-c", "trap 'echo WINCH-$(stty size | tr \" \" x)' WINCH; echo ready; while :; do sleep 0.05; done"],
-    });
-    const seen = follow(watcher);
-    await seen.until(/ready/);
-    await watcher.resize({ cols: 70, rows: 11 });
-    await seen.until(/WINCH-11x70/, "the trap's line");
-    await watcher.kill();
-    await seen.close();
     await assert.rejects(terminal.resize({ cols: 0, rows: 10 }), TypeError);
     await terminal.kill();
     await out.close();
   });
 
-  test("\\x03 interrupts the foreground job and the shell stays", async () => {
+  test("a resize delivers SIGWINCH to the program", { skip: noPtySignals }, async () => {
+    await winchReaches(await make());
+  });
+
+  test("\\x03 interrupts the foreground job and the shell stays", { skip: noPtySignals }, async () => {
     const sandbox = await make();
     const terminal = await sandbox.runtime.startTerminal({ command: "sh" });
     const out = follow(terminal);
@@ -264,10 +277,13 @@ describe("terminals on the engine path", { timeout: 240000 }, () => {
     assert.match(terminal.id, /^[A-Za-z0-9._-]{1,64}$/);
     assert.ok(Number.isInteger(terminal.pid) && terminal.pid > 1, `pid ${terminal.pid}`);
     const out = follow(terminal);
-    await terminal.write("echo hi-$((40 + 2)); echo \"TERM=$TERM\"; tty; echo pid-$$\n");
+    await terminal.write("echo hi-$((40 + 2)); echo \"TERM=$TERM\"; [ -t 0 ] && echo is-a-$(echo tty); tty; echo pid-$$\n");
     await out.until(/hi-42/);
     await out.until(/TERM=xterm-256color/);
-    await out.until(/\/dev\/pts\/\d+/);
+    await out.until(/is-a-tty/);
+    // gVisor's Tty exec is a pty of the host's runsc, which has no name in the sandbox
+    // (`tty` says "not a tty" although stdin is one).
+    if (!gvisor) await out.until(/\/dev\/pts\/\d+/);
     await out.until(/pid-\d+\r?\n/);
     assert.equal(Number(/pid-(\d+)\r?\n/.exec(out.text)[1]), terminal.pid, "the pid is the shell's");
     assert.ok((await sandbox.runtime.listTerminals()).some((t) => t.id === terminal.id));
@@ -290,6 +306,11 @@ describe("terminals on the engine path", { timeout: 240000 }, () => {
     await assert.rejects(terminal.resize({ cols: 0, rows: 10 }), TypeError);
     await terminal.kill();
     await out.close();
+  });
+
+  // Under gVisor too: runsc's console for a Tty exec is a pty of the host's kernel.
+  test("a resize (POST /exec/{id}/resize) delivers SIGWINCH to the program", async () => {
+    await winchReaches(await makeEngine());
   });
 
   test("\\x03 interrupts the foreground job and the shell stays", async () => {
