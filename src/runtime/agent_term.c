@@ -427,43 +427,10 @@ static op_t *term_fallback(agent_op_t *base, err_t *err) {
 
 static napi_value term_value(op_t *o) {
   agent_term_op_t *op = (agent_term_op_t *)o;
-  napi_env env = o->js->env;
-  napi_value v;
-  switch (op->r.action) {
-    case TA_START:
-    case TA_ATTACH:
-      napi_create_object(env, &v);
-      napi_set_named_property(env, v, "id", nu_string(env, op->r.id));
-      napi_set_named_property(env, v, "pid", nu_number(env, op->pid));
-      return v;
-    case TA_WAIT: {
-      int by_signal = op->res.how == AW_EXIT_SIGNAL;
-      napi_create_object(env, &v);
-      napi_set_named_property(env, v, "exitCode", nu_number(env, op->res.code));
-      napi_set_named_property(env, v, "signal", by_signal ? nu_string(env, term_req_signal_name(op->res.signal)) : nu_null(env));
-      return v;
-    }
-    case TA_RESIZE:
-      napi_create_object(env, &v);
-      napi_set_named_property(env, v, "cols", nu_number(env, op->res.cols));
-      napi_set_named_property(env, v, "rows", nu_number(env, op->res.rows));
-      return v;
-    case TA_SIGNAL:
-      napi_create_object(env, &v);
-      napi_set_named_property(env, v, "delivered", nu_bool(env, op->delivered));
-      return v;
-    case TA_LIST:
-      napi_create_array_with_length(env, op->nids, &v);
-      for (size_t i = 0; i < op->nids; i++) {
-        napi_value item;
-        napi_create_object(env, &item);
-        napi_set_named_property(env, item, "id", nu_string(env, op->ids[i]));
-        napi_set_element(env, v, (uint32_t)i, item);
-      }
-      return v;
-    default:
-      return nu_undefined(env);
-  }
+  term_answer_t a = {.pid = op->pid, .exit_code = (int)op->res.code,
+                     .signal = op->res.how == AW_EXIT_SIGNAL ? (int)op->res.signal : 0, .cols = op->res.cols,
+                     .rows = op->res.rows, .delivered = op->delivered, .ids = op->ids, .nids = op->nids};
+  return term_req_value(o->js->env, &op->r, &a);
 }
 
 static void term_destroy(op_t *o) {

@@ -770,43 +770,10 @@ static void term_control(op_t *o, int command) {
 
 static napi_value term_value(op_t *o) {
   eterm_op_t *op = (eterm_op_t *)o;
-  napi_env env = o->js->env;
-  napi_value v;
-  switch (op->r.action) {
-    case TA_START:
-    case TA_ATTACH:
-      napi_create_object(env, &v);
-      napi_set_named_property(env, v, "id", nu_string(env, op->r.id));
-      napi_set_named_property(env, v, "pid", nu_number(env, op->pid));
-      return v;
-    case TA_WAIT:
-      napi_create_object(env, &v);
-      napi_set_named_property(env, v, "exitCode", nu_number(env, op->exit_code));
-      napi_set_named_property(env, v, "signal",
-                              op->signal_name_sig ? nu_string(env, term_req_signal_name(op->signal_name_sig))
-                                                  : nu_null(env));
-      return v;
-    case TA_RESIZE:
-      napi_create_object(env, &v);
-      napi_set_named_property(env, v, "cols", nu_number(env, op->r.cols));
-      napi_set_named_property(env, v, "rows", nu_number(env, op->r.rows));
-      return v;
-    case TA_SIGNAL:
-      napi_create_object(env, &v);
-      napi_set_named_property(env, v, "delivered", nu_bool(env, op->delivered));
-      return v;
-    case TA_LIST:
-      napi_create_array_with_length(env, op->nids, &v);
-      for (size_t i = 0; i < op->nids; i++) {
-        napi_value item;
-        napi_create_object(env, &item);
-        napi_set_named_property(env, item, "id", nu_string(env, op->ids[i]));
-        napi_set_element(env, v, (uint32_t)i, item);
-      }
-      return v;
-    default:
-      return nu_undefined(env);
-  }
+  term_answer_t a = {.pid = op->pid, .exit_code = op->exit_code, .signal = op->signal_name_sig,
+                     .cols = op->r.cols, .rows = op->r.rows, .delivered = op->delivered, .ids = op->ids,
+                     .nids = op->nids};
+  return term_req_value(o->js->env, &op->r, &a);
 }
 
 static void term_destroy(op_t *o) {

@@ -37,7 +37,7 @@ static const struct {
     {"SIGWINCH", SIGWINCH},
 };
 
-const char *term_req_signal_name(int sig) {
+static const char *term_req_signal_name(int sig) {
   for (size_t i = 0; i < sizeof(SIGNALS) / sizeof(SIGNALS[0]); i++)
     if (SIGNALS[i].sig == sig) return SIGNALS[i].name;
   static char other[16];
@@ -191,5 +191,42 @@ int term_req_parse(napi_env env, napi_value options, sandbox_t *sb, term_req_t *
                  : 0;
     case TA_SIGNAL: return parse_signal(env, nu_get(env, options, "signal"), &op->signal, err);
     default: return 0;
+  }
+}
+
+napi_value term_req_value(napi_env env, const term_req_t *r, const term_answer_t *a) {
+  napi_value v;
+  switch (r->action) {
+    case TA_START:
+    case TA_ATTACH:
+      napi_create_object(env, &v);
+      napi_set_named_property(env, v, "id", nu_string(env, r->id));
+      napi_set_named_property(env, v, "pid", nu_number(env, a->pid));
+      return v;
+    case TA_WAIT:
+      napi_create_object(env, &v);
+      napi_set_named_property(env, v, "exitCode", nu_number(env, a->exit_code));
+      napi_set_named_property(env, v, "signal", a->signal ? nu_string(env, term_req_signal_name(a->signal)) : nu_null(env));
+      return v;
+    case TA_RESIZE:
+      napi_create_object(env, &v);
+      napi_set_named_property(env, v, "cols", nu_number(env, a->cols));
+      napi_set_named_property(env, v, "rows", nu_number(env, a->rows));
+      return v;
+    case TA_SIGNAL:
+      napi_create_object(env, &v);
+      napi_set_named_property(env, v, "delivered", nu_bool(env, a->delivered));
+      return v;
+    case TA_LIST:
+      napi_create_array_with_length(env, a->nids, &v);
+      for (size_t i = 0; i < a->nids; i++) {
+        napi_value item;
+        napi_create_object(env, &item);
+        napi_set_named_property(env, item, "id", nu_string(env, a->ids[i]));
+        napi_set_element(env, v, (uint32_t)i, item);
+      }
+      return v;
+    default:
+      return nu_undefined(env);
   }
 }

@@ -42,7 +42,21 @@ int term_req_action(napi_env env, napi_value v, term_action_t *out, err_t *err);
 /* Reads the options of r->action (set) into r. 0, or -1 with err set. */
 int term_req_parse(napi_env env, napi_value options, sandbox_t *sb, term_req_t *r, err_t *err);
 void term_req_free(term_req_t *r);
-/* "SIGKILL" for 9 ...; "SIG<n>" for a number not named (a static buffer: JavaScript thread). */
-const char *term_req_signal_name(int sig);
+
+/* What a call answers, whichever transport carried it out (only the fields its action
+ * reads are looked at). */
+typedef struct term_answer {
+  uint32_t pid;               /* start, attach */
+  int exit_code, signal;      /* wait: signal 0 when it did not end by one */
+  uint16_t cols, rows;        /* resize */
+  int delivered;              /* signal */
+  char *const *ids;           /* list */
+  size_t nids;
+} term_answer_t;
+
+/* The call's JavaScript result: { id, pid }, { exitCode, signal }, { cols, rows },
+ * { delivered }, [{ id }], or undefined (write, output). A signal is named "SIGKILL" for 9
+ * and so on, "SIG<n>" for a number without a name. */
+napi_value term_req_value(napi_env env, const term_req_t *r, const term_answer_t *a);
 
 #endif
