@@ -165,7 +165,7 @@ static void lied(agent_term_op_t *op, agent_req_t *req, const char *what) {
 static void term_error(agent_term_op_t *op, const aw_error_t *e) {
   err_t err = ERR_INIT;
   op->base.req = NULL;
-  if (e->kind == AW_E_NOT_FOUND && op->r.action != TA_START) {
+  if (e->kind == AW_E_NOT_FOUND && op->r.action != TA_START && op->r.action != TA_LIST) { /* an id was asked for */
     registry_ended(op->base.op.sb, op->r.id);
     err_sandbox(&err, CODE_PROCESS, "Unknown sandbox terminal: %s", op->r.id);
   } else if (e->kind == AW_E_SPAWN) {
@@ -178,6 +178,8 @@ static void term_error(agent_term_op_t *op, const aw_error_t *e) {
                   op->r.spec.argc ? op->r.spec.argv[0] : "", why);
   } else if (e->kind == AW_E_UNSUPPORTED) {
     err_sandbox(&err, CODE_INVALID_STATE, NEEDS_AGENT, "cannot hold terminals in this sandbox");
+  } else if (op->r.action == TA_LIST) {
+    err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Unable to list sandbox terminals (%s)", aw_error_name(e->kind));
   } else {
     err_sandbox(&err, CODE_DOCKER_COMMAND_FAILED, "Unable to use sandbox terminal: %s (%s)", op->r.id,
                 aw_error_name(e->kind));

@@ -795,6 +795,7 @@ test("DATA for a terminal request without output (attach, wait, write, resize, k
 test("ERROR not_found for a terminal's id is an answer: the call's `process` error Unknown sandbox terminal, the connection kept", T, async (t) => {
   // The keeper of "t-1" answers the attach, then is gone for every later call.
   let attached = false;
+  let listed = 0;
   const notFound = (agent, req) => agent.send(agentEnc.error(req.id, "not_found", { err: 2, detail: "no keeper" }));
   const { served, runtime } = await hostileSandbox(t, {
     term_open: notFound,
@@ -808,8 +809,11 @@ test("ERROR not_found for a terminal's id is an answer: the call's `process` err
     },
     term_resize: notFound,
     term_signal: notFound,
-    term_list: (agent, req) => agent.send(agentEnc.termListResult(req.id, [])),
+    term_list: (agent, req) =>
+      listed++ === 0 ? notFound(agent, req) : agent.send(agentEnc.termListResult(req.id, [])),
   });
+  // A list names no terminal: its not_found is the agent's failure, not an unknown one.
+  await expectCode(runtime.listTerminals(), "docker_command_failed", /^Unable to list sandbox terminals \(not_found\)$/);
   const err = await expectCode(runtime.attachTerminal({ id: "gone-1" }), "process", /^Unknown sandbox terminal: gone-1$/);
   assert.deepEqual(err.details, { agentError: "not_found", terminal: "gone-1", errno: 2, detail: "no keeper" });
   // A handle whose terminal went meanwhile: every call says so.
