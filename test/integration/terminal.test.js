@@ -73,6 +73,49 @@ async function winchReaches(sandbox) {
   await seen.close();
 }
 
+// `size` random bytes through output() with a slow consumer (`slow` runs after every
+// `every` chunks) and a 64 KiB scrollback: the bytes reach it only because the program is
+// held back. Raw mode and no echo first; "R" says so; then the start signal: every byte
+// after the "R" is the file's.
+async function bulkIntact(sandbox, size, every, slow) {
+  const made = await sandbox.runtime.exec({
+    command: "sh",
+    args: ["-c", `head -c ${size} /dev/urandom > /tmp/blob && sha256sum /tmp/blob`],
+    timeoutMs: 120000,
+  });
+  const want = Buffer.from(made.stdout).toString().split(" ")[0];
+  const terminal = await sandbox.runtime.startTerminal({
+    command: "sh",
+    args: ["-c", "stty raw -echo; printf R; read -r go; exec cat /tmp/blob"],
+    scrollbackBytes: 64 * 1024,
+  });
+  const hash = createHash("sha256");
+  let total = 0;
+  let n = 0;
+  let ready;
+  const isReady = new Promise((resolve) => (ready = resolve));
+  const reading = (async () => {
+    for await (const { offset, data } of terminal.output()) {
+      assert.equal(offset, total, "contiguous offsets from 0");
+      let bytes = data;
+      if (total === 0) {
+        assert.equal(bytes[0], 0x52, "the program's R comes first");
+        bytes = bytes.subarray(1);
+        ready();
+      }
+      hash.update(bytes);
+      total += data.byteLength;
+      if (++n % every === 0) await slow();
+    }
+  })();
+  await isReady;
+  await terminal.write("go\n");
+  await reading;
+  assert.equal(total, size + 1);
+  assert.equal(hash.digest("hex"), want);
+  assert.deepEqual(await terminal.wait(), { exitCode: 0, signal: null });
+}
+
 // A step that never comes fails its test rather than holding the run.
 describe("terminals through the agent", { skip: enginePath && "the default client takes the engine path (tested below)", timeout: 180000 }, () => {
   test("a shell session: prompt, echo, the exit code", async () => {
@@ -126,46 +169,7 @@ describe("terminals through the agent", { skip: enginePath && "the default clien
   });
 
   test("64 MiB through output() with a slow consumer: nothing lost, hash intact", async () => {
-    const sandbox = await make();
-    const size = 64 * 1024 * 1024;
-    const made = await sandbox.runtime.exec({
-      command: "sh",
-      args: ["-c", `head -c ${size} /dev/urandom > /tmp/blob && sha256sum /tmp/blob`],
-      timeoutMs: 120000,
-    });
-    const want = Buffer.from(made.stdout).toString().split(" ")[0];
-    // Raw mode and no echo first; "R" says so; then the start signal: every byte after
-    // the "R" is the file's.
-    const terminal = await sandbox.runtime.startTerminal({
-      command: "sh",
-      args: ["-c", "stty raw -echo; printf R; read -r go; exec cat /tmp/blob"],
-      scrollbackBytes: 64 * 1024,
-    });
-    const hash = createHash("sha256");
-    let total = 0;
-    let n = 0;
-    let ready;
-    const isReady = new Promise((resolve) => (ready = resolve));
-    const reading = (async () => {
-      for await (const { offset, data } of terminal.output()) {
-        assert.equal(offset, total, "contiguous offsets from 0");
-        let bytes = data;
-        if (total === 0) {
-          assert.equal(bytes[0], 0x52, "the program's R comes first");
-          bytes = bytes.subarray(1);
-          ready();
-        }
-        hash.update(bytes);
-        total += data.byteLength;
-        if (++n % 64 === 0) await new Promise((resolve) => setImmediate(resolve)); // slow
-      }
-    })();
-    await isReady;
-    await terminal.write("go\n");
-    await reading;
-    assert.equal(total, size + 1);
-    assert.equal(hash.digest("hex"), want);
-    assert.deepEqual(await terminal.wait(), { exitCode: 0, signal: null });
+    await bulkIntact(await make(), 64 * 1024 * 1024, 64, () => new Promise((resolve) => setImmediate(resolve)));
   });
 
   test("a terminal outlives the Node process that started it: another attaches and replays", async () => {
@@ -327,45 +331,7 @@ describe("terminals on the engine path", { timeout: 240000 }, () => {
   });
 
   test("8 MiB through output() with a slow consumer: nothing lost, hash intact", async () => {
-    const sandbox = await makeEngine();
-    const size = 8 * 1024 * 1024;
-    const made = await sandbox.runtime.exec({
-      command: "sh",
-      args: ["-c", `head -c ${size} /dev/urandom > /tmp/blob && sha256sum /tmp/blob`],
-      timeoutMs: 120000,
-    });
-    const want = Buffer.from(made.stdout).toString().split(" ")[0];
-    // A 64 KiB ring: the bytes reach the consumer only because the program is held back.
-    const terminal = await sandbox.runtime.startTerminal({
-      command: "sh",
-      args: ["-c", "stty raw -echo; printf R; read -r go; exec cat /tmp/blob"],
-      scrollbackBytes: 64 * 1024,
-    });
-    const hash = createHash("sha256");
-    let total = 0;
-    let n = 0;
-    let ready;
-    const isReady = new Promise((resolve) => (ready = resolve));
-    const reading = (async () => {
-      for await (const { offset, data } of terminal.output()) {
-        assert.equal(offset, total, "contiguous offsets from 0");
-        let bytes = data;
-        if (total === 0) {
-          assert.equal(bytes[0], 0x52, "the program's R comes first");
-          bytes = bytes.subarray(1);
-          ready();
-        }
-        hash.update(bytes);
-        total += data.byteLength;
-        if (++n % 16 === 0) await new Promise((resolve) => setTimeout(resolve, 5)); // slow
-      }
-    })();
-    await isReady;
-    await terminal.write("go\n");
-    await reading;
-    assert.equal(total, size + 1);
-    assert.equal(hash.digest("hex"), want);
-    assert.deepEqual(await terminal.wait(), { exitCode: 0, signal: null });
+    await bulkIntact(await makeEngine(), 8 * 1024 * 1024, 16, () => new Promise((resolve) => setTimeout(resolve, 5)));
   });
 
   test("attach replays to a new handle; resumeSandbox's restart ends the terminal", async () => {
