@@ -91,6 +91,7 @@ typedef struct create_op {
   steps_t st; /* the request in flight, the failure and the rollback's (lifecycle/steps.h) */
   owner_task_t *owner;
   int volume_attempted, container_attempted, helper_attempted, helper_removed;
+  int active; /* activity_begin was called for op->sb: activity_end when the create settles */
 } create_op_t;
 
 static void step_next(create_op_t *op);
@@ -105,7 +106,14 @@ static http_req_t *req_for(create_op_t *op, const char *method, const char *fmt,
   return steps_req(&op->st, method, fmt, name);
 }
 
+/* The create's own activity ends (on success or at the rollback's start). */
+static void end_activity(create_op_t *op) {
+  if (op->active) activity_end(op->sb);
+  op->active = 0;
+}
+
 static void begin_rollback(create_op_t *op) {
+  end_activity(op);
   op->st.rolling_back = 1;
   op->step = C_RB_CONTAINER - 1;
   rollback_next(op);
@@ -452,6 +460,8 @@ static void choose_init(create_op_t *op) {
  * once (go on), 0 when the lookup answers later (on_owner goes on), -1 with err set. */
 static int begin_owner(create_op_t *op, err_t *err) {
   if (make_sandbox(op, err) != 0 || lifetime_track(op->op.js, op->sb, &op->lifetime, err) != 0) return -1;
+  activity_begin(op->sb); /* the container runs: the rest of the create is activity */
+  op->active = 1;
   return owner_ensure(op->sb, on_owner, op, &op->owner, err);
 }
 
@@ -552,6 +562,7 @@ static void step_next(create_op_t *op) {
         req = req_for(op, "GET", "/containers/%s/json", op->container_name);
         break;
       default:
+        end_activity(op);
         op->step = C_FINISHED;
         op_settle(&op->op, NULL);
         return;

@@ -304,15 +304,14 @@ static tracker_t *tracker_of(sandbox_t *sb) {
   return t != NULL && t->period > 0 ? t : NULL;
 }
 
-/* An operation on the sandbox starts / ends (no-ops without a tracker). */
-static void activity_begin(sandbox_t *sb) {
+void activity_begin(sandbox_t *sb) {
   tracker_t *t = tracker_of(sb);
   if (t == NULL) return;
   t->inflight++;
   poke(t);
 }
 
-static void activity_end(sandbox_t *sb) {
+void activity_end(sandbox_t *sb) {
   tracker_t *t = tracker_of(sb);
   if (t == NULL || t->inflight == 0) return;
   if (--t->inflight == 0) t->owed = 1;

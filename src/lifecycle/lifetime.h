@@ -18,7 +18,8 @@
  * alive.
  *
  * Idle, precisely: no runtime operation (any call of sandbox.runtime, whichever
- * transport carries it out) has started or been in progress for idleTimeoutMs. The
+ * transport carries it out, or the end of the createSandbox that made it) has started or
+ * been in progress for idleTimeoutMs. The
  * container keeps the time (codec/lifetime_cmd.h); the client tells it of activity with a
  * SIGUSR1 to its first process through the engine (POST /containers/{id}/kill?signal=
  * SIGUSR1, no process in the container), at most once per idle/4: when an operation
@@ -53,6 +54,14 @@ int lifetime_read(napi_env env, napi_value options, lifetime_t *out, err_t *err)
  * `js`; with a lifetime limit, its watch starts (an inspection sent now). 0, or -1 with
  * err set (out of memory). */
 int lifetime_track(jsenv_t *js, sandbox_t *sb, const lifetime_t *l, err_t *err);
+
+/* An operation on the sandbox begins / ends (no-ops without an idle limit): every runtime
+ * call (through native.sandboxActivity), and createSandbox from the moment its container
+ * runs until it settles, since its owner lookup, helper and `files` upload can take longer
+ * than a short idle limit (seen under gVisor on a busy machine: a create's steps after the
+ * start outlasted 2 s, and the container stopped itself before its first call). */
+void activity_begin(sandbox_t *sb);
+void activity_end(sandbox_t *sb);
 
 /* No signal may reach the container between hold and release (the engine unpauses a
  * paused container it signals: fork pauses its parent). Release sends what is owed. */

@@ -1,7 +1,7 @@
 // Issue 18 on the fake engine, for what a real engine will not show on demand: how often an
 // idle-limited sandbox signals its container (the cost of activity tracking: at most once
 // per idle/4, heartbeats during a long operation, one signal at or after the end of the
-// last operation, none without a limit); a fork whose workspace copy fails (the error
+// last operation, none without a limit, a create's own steps after its start); a fork whose workspace copy fails (the error
 // names cp's complaint; the parent is signalled and unpaused, never signalled while
 // paused; everything made is removed); a fork's create body and its image removed on
 // destroy; a container list with malformed entries; pruning that fails half-way.
@@ -55,6 +55,43 @@ test("activity: at most one signal per idle/4 while in use, and one at or after 
   // make this look shorter, never fail it).
   await sleep(1200);
   assert.equal(kills().length, sent.length, "signals kept coming with nothing in use");
+});
+
+// A create's steps after its container started (the owner lookup, the helper, the `files`
+// upload) can outlast a short idle limit: they are activity. The upload waits here until
+// three signals came while it was held: a slow machine makes it longer, a create that did
+// not signal makes it hang (and fail at the test's timeout).
+test("activity: a createSandbox counts from its container's start until it resolves", T, async (t) => {
+  const fake = await startFakeEngine();
+  t.after(() => fake.close());
+  fake.route("POST", "/containers/:name/kill", { status: 204 });
+  const name = "anvia-sandbox-slowfiles";
+  const kills = () => fake.seen("POST", `/containers/${name}/kill`);
+  let held;
+  fake.route("PUT", "/containers/:name/archive", async (req, res, ctx) => {
+    if (req.query.path !== "/" && held === undefined) {
+      held = Date.now();
+      await sleep(1300);
+      await until(() => kills().filter((k) => k.time >= held).length >= 3);
+    }
+    return ctx.next();
+  });
+  const client = new DockerSandboxClient({ host: fake.host });
+  const sandbox = await client.createSandbox({
+    id: "slowfiles",
+    image: "fake:latest",
+    workspace: { type: "ephemeral" },
+    network: { mode: "none" },
+    lifetime: { idleTimeoutMs: 1000 },
+    files: { "notes.txt": "kept" },
+  });
+  const resolved = Date.now();
+  assert.ok(held !== undefined, "the files were uploaded");
+  const start = fake.seen("POST", `/containers/${name}/start`)[0];
+  assert.ok(kills()[0].time >= start.time, "no signal before the container ran");
+  // And the one owed at its end: the container hears of activity at or after it.
+  await until(() => kills().some((k) => k.time >= resolved));
+  await sandbox.destroy();
 });
 
 test("activity: heartbeats while one long operation runs", T, async (t) => {

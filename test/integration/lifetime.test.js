@@ -265,7 +265,9 @@ for (const [label, extra, attack] of [
 }
 
 test("the idle limit is not kept awake from inside: SIGUSR1 counts only from the engine", T, async (t) => {
-  const sandbox = await client.createSandbox(baseOptions({ lifetime: { idleTimeoutMs: 2000 } }));
+  // 4 s rather than 2: the start of the process below is activity, kept awake by signals
+  // through the engine, and under gVisor on a busy machine one `runsc kill` can take seconds.
+  const sandbox = await client.createSandbox(baseOptions({ lifetime: { idleTimeoutMs: 4000 } }));
   t.after(() => sandbox.destroy());
   const name = `anvia-sandbox-${sandbox.id}`;
   // A background job signalling process 1 five times a second, and forging a sender of
