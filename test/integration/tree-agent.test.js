@@ -299,11 +299,18 @@ describe("back-pressure through the agent's credit", () => {
         hash.update(chunk);
         got += chunk.byteLength;
         if (readings.length === 0 && got >= 4 * MiB) {
-          // The consumer stalls: the sandbox's tar must stop writing soon after.
-          await sleep(700);
-          const first = await processIo(container, "tar\\ -c*");
-          await sleep(700);
-          const second = await processIo(container, "tar\\ -c*");
+          // The consumer stalls: the sandbox's tar must stop writing once what lies between
+          // them is full. How soon depends on how busy the machine is, so its count is read
+          // until two readings 700 ms apart agree (for at most about 40 s); a tar that is not
+          // held back writes all 96 MiB and exits meanwhile.
+          let first = await processIo(container, "tar\\ -c*");
+          let second;
+          for (let i = 0; i < 56; i++) {
+            await sleep(700);
+            second = await processIo(container, "tar\\ -c*");
+            if (!first || !second || second.wchar === first.wchar) break;
+            first = second;
+          }
           readings.push({ got, first, second });
         }
       }
@@ -363,9 +370,14 @@ describe("back-pressure through the agent's credit", () => {
           await dockerExec(container, ["kill", "-STOP", String(tar.pid)]);
           const before = pulled;
           const probe = (async () => {
-            await sleep(800);
-            const mid = pulled;
-            await sleep(800);
+            // Read until two readings 800 ms apart agree (at most about 40 s): how soon
+            // the buffers between are full depends on how busy the machine is.
+            let mid = pulled;
+            for (let i = 0; i < 50; i++) {
+              await sleep(800);
+              if (pulled === mid) break;
+              mid = pulled;
+            }
             // What tar read (/proc/PID/io); gVisor has no such file: what tar wrote then,
             // which is what it read less its own small buffer.
             const io = await processIo(container, "tar\\ -x*");
